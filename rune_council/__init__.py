@@ -1,1 +1,70 @@
-"""rune-council."""
+"""rune-council: convene independent AI voices on one question and arbitrate honestly.
+
+    from rune_council import convene, PerspectiveRequest
+    result = convene(PerspectiveRequest(id="shard-1", question="Should we shard orders?"))
+    print(result.decorrelation)
+
+Names are loaded on first use so that importing the package (and starting ``rune``) stays
+cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .contract import SCHEMA_VERSION, CouncilResult, PerspectiveRequest, VoiceAnswer
+    from .council import aconvene, convene
+    from .errors import (
+        CouncilError,
+        NotImplementedModeError,
+        RequestError,
+        RunFileError,
+        RunIdError,
+        RuntimeConfigError,
+    )
+    from .runtimes.subagent import CommandRuntime, FunctionRuntime
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CommandRuntime",
+    "CouncilError",
+    "CouncilResult",
+    "FunctionRuntime",
+    "NotImplementedModeError",
+    "PerspectiveRequest",
+    "RequestError",
+    "RunFileError",
+    "RunIdError",
+    "RuntimeConfigError",
+    "VoiceAnswer",
+    "aconvene",
+    "convene",
+]
+
+_HOME = {
+    "SCHEMA_VERSION": "contract",
+    "CouncilResult": "contract",
+    "PerspectiveRequest": "contract",
+    "VoiceAnswer": "contract",
+    "aconvene": "council",
+    "convene": "council",
+    "CouncilError": "errors",
+    "NotImplementedModeError": "errors",
+    "RequestError": "errors",
+    "RunFileError": "errors",
+    "RunIdError": "errors",
+    "RuntimeConfigError": "errors",
+    "CommandRuntime": "runtimes.subagent",
+    "FunctionRuntime": "runtimes.subagent",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'rune_council' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+    globals()[name] = value
+    return value

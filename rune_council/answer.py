@@ -1,0 +1,64 @@
+"""Pull the voice's JSON answer out of whatever text a runtime printed.
+
+Models wrap JSON in prose and code fences; we accept a fenced ``json`` block or a bare
+object anywhere in the text, preferring the last candidate that validates (models tend to
+restate a corrected answer at the end). Anything else is malformed: GATE drops it rather
+than guessing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from .contract import VoiceAnswer
+
+_FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
+_MAX_SCAN = 400_000
+
+
+@dataclass(frozen=True)
+class Extraction:
+    answer: VoiceAnswer | None
+    reason: str
+
+
+def _objects_in(text: str) -> list[object]:
+    """Every top-level JSON value that starts at a '{' and decodes cleanly."""
+    decoder = json.JSONDecoder()
+    found: list[object] = []
+    pos = text.find("{")
+    while pos != -1:
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            pos = text.find("{", pos + 1)
+            continue
+        found.append(value)
+        pos = text.find("{", end)
+    return found
+
+
+def extract_answer(text: str) -> Extraction:
+    text = text[:_MAX_SCAN]
+    candidates: list[object] = []
+    for block in _FENCE.findall(text):
+        candidates.extend(_objects_in(block))
+    if not candidates:
+        candidates = _objects_in(text)
+    if not candidates:
+        return Extraction(None, "no JSON object found in the voice's output")
+    last_error = ""
+    for value in reversed(candidates):
+        if not isinstance(value, dict):
+            continue
+        try:
+            return Extraction(VoiceAnswer.model_validate(value), "ok")
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "answer"
+            last_error = f"answer JSON does not fit the voice contract: {where}: {first['msg']}"
+    return Extraction(None, last_error or "no JSON object found in the voice's output")

@@ -1,0 +1,341 @@
+"""The orchestrator: wires the six stages and records every transition in the run file.
+
+Stages are plain functions; this module owns the order, the run-file recorder and the
+life of a run (heartbeat, cancellation, the final write).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .contract import (
+    CouncilResult,
+    DetectedRuntime,
+    DroppedVoice,
+    Orchestrator,
+    PerspectiveRequest,
+    RunEvent,
+    RuntimeReport,
+    Voice,
+)
+from .errors import NotImplementedModeError, RequestError
+from .paths import RuneDir
+from .recorder import RunRecorder
+from .runtimes.adapters import ADAPTERS
+from .runtimes.base import Runtime
+from .runtimes.cli import CliRuntime
+from .runtimes.subagent import FunctionRuntime, SubagentFn
+from .stages.allocate import Candidate, allocate
+from .stages.arbitrate import arbitrate
+from .stages.detect import detect
+from .stages.dispatch import dispatch
+from .stages.gate import gate
+from .stages.normalize import normalize
+
+HEARTBEAT_S = 5.0
+MAX_EVENTS = 400
+ARTIFACT_READ_CAP = 2_000_000
+
+OnEvent = Callable[[CouncilResult, RunEvent], None]
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def new_run_id() -> str:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def parse_request(request: PerspectiveRequest | Mapping[str, Any]) -> PerspectiveRequest:
+    if isinstance(request, PerspectiveRequest):
+        return request
+    try:
+        return PerspectiveRequest.model_validate(dict(request))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'request'}: {e['msg']}" for e in exc.errors()
+        )
+        raise RequestError(f"malformed PerspectiveRequest: {problems}") from exc
+
+
+def read_artifact(request: PerspectiveRequest) -> tuple[str | None, str | None]:
+    """(name, text) of the artifact as the voices will see it."""
+    artifact = request.artifact
+    if artifact is None:
+        return None, None
+    if artifact.text is not None:
+        return artifact.name, artifact.text
+    assert artifact.path is not None
+    path = Path(artifact.path)
+    try:
+        raw = path.read_bytes()[:ARTIFACT_READ_CAP]
+    except OSError as exc:
+        raise RequestError(f"cannot read artifact {artifact.path}: {exc.strerror}") from exc
+    name = path.name if artifact.name == "artifact" else artifact.name
+    return name, raw.decode("utf-8", errors="replace")
+
+
+class _Run:
+    """Mutable state of one run plus the single place that writes it."""
+
+    def __init__(self, result: CouncilResult, recorder: RunRecorder, on_event: OnEvent | None):
+        self.result = result
+        self.recorder = recorder
+        self.on_event = on_event
+        self._seq = 0
+
+    def emit(self, kind: str, voice: Voice | None = None, detail: str = "") -> None:
+        self._seq += 1
+        event = RunEvent(
+            seq=self._seq,
+            at=now(),
+            kind=kind,  # type: ignore[arg-type]
+            voice_id=voice.id if voice else None,
+            status=voice.status if voice else self.result.status,
+            detail=detail[:500],
+        )
+        self.result.events.append(event)
+        if len(self.result.events) > MAX_EVENTS:
+            del self.result.events[: len(self.result.events) - MAX_EVENTS]
+        self.write()
+        if self.on_event is not None:
+            self.on_event(self.result, event)
+
+    def write(self) -> None:
+        if self.result.orchestrator is not None:
+            self.result.orchestrator.heartbeat_at = now()
+        self.recorder.write(self.result)
+
+
+def _candidates(
+    runtimes: Sequence[Runtime],
+) -> list[Candidate]:
+    return [Candidate(r.name, r.source, r.model_family, r.family_confidence) for r in runtimes]
+
+
+async def _heartbeat(run: _Run) -> None:
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        run.write()
+
+
+def _as_subagent(
+    subagent: SubagentFn | Runtime | None, family: str, confirmed: bool
+) -> Runtime | None:
+    if subagent is None:
+        return None
+    if hasattr(subagent, "ask"):
+        return subagent  # type: ignore[return-value]
+    return FunctionRuntime(
+        fn=subagent,  # type: ignore[arg-type]
+        model_family=family,
+        family_confidence="confirmed" if confirmed and family != "unknown" else "unknown",
+    )
+
+
+async def aconvene(
+    request: PerspectiveRequest | Mapping[str, Any],
+    *,
+    subagent: SubagentFn | Runtime | None = None,
+    subagent_family: str = "unknown",
+    subagent_family_confirmed: bool = False,
+    runtimes: Sequence[Runtime] | None = None,
+    rune_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = False,
+    env: Mapping[str, str] | None = None,
+    on_event: OnEvent | None = None,
+    overwrite: bool = False,
+) -> CouncilResult:
+    """Convene a council and return its result; the run file tracks every step.
+
+    ``runtimes`` replaces detection with the given voices (custom runtimes, tests).
+    ``subagent`` takes any slot that no external runtime can serve or that failed.
+    """
+    req = parse_request(request)
+    if req.mode == "generate":
+        raise NotImplementedModeError(
+            "NOT_IMPLEMENTED: mode 'generate' is declared by the contract but not served; "
+            "use critique, review or judge"
+        )
+    artifact_name, artifact_text = read_artifact(req)
+    where = RuneDir.resolve(rune_dir)
+    run_path = where.run_file(req.id)
+    if run_path.exists() and not overwrite:
+        raise RequestError(f"run id {req.id!r} is already used ({run_path}); pick another id")
+    parent_env = dict(os.environ) if env is None else dict(env)
+
+    if runtimes is None:
+        report, from_cache = await detect(where, refresh=refresh, env=parent_env)
+        detected = report.detected
+        checked_at = report.checked_at
+        available: list[Runtime] = [
+            CliRuntime(ADAPTERS[d.runtime], d.path, parent_env)
+            for d in detected
+            if d.status == "available" and d.path and d.runtime in ADAPTERS
+        ]
+    else:
+        from_cache = False
+        available = list(runtimes)
+        checked_at = now()
+        detected = [
+            DetectedRuntime(
+                runtime=r.name,
+                status="available",
+                model_family=r.model_family,
+                family_confidence=r.family_confidence,
+                detail="supplied by the caller",
+            )
+            for r in available
+        ]
+
+    sub = _as_subagent(subagent, subagent_family, subagent_family_confirmed)
+    sub_candidate = (
+        Candidate(sub.name, sub.source, sub.model_family, sub.family_confidence) if sub else None
+    )
+    plan = allocate(req, _candidates(available), sub_candidate, artifact_text)
+    runtime_map: dict[str, Runtime] = {r.name: r for r in available}
+    if sub is not None:
+        runtime_map.setdefault(sub.name, sub)
+
+    started = now()
+    result = CouncilResult(
+        id=req.id,
+        question=req.question,
+        mode=req.mode,
+        voices_requested=plan.n_effective,
+        voices=plan.voices,
+        runtime_report=RuntimeReport(detected=detected, checked_at=checked_at),
+        notes=list(plan.notes)
+        + (["runtime detection reused from today's cache"] if from_cache else []),
+        request=req,
+        artifact_text=artifact_text,
+        orchestrator=Orchestrator(
+            pid=os.getpid(), host=socket.gethostname(), started_at=started, heartbeat_at=started
+        ),
+        started_at=started,
+        run_file=str(run_path),
+    )
+    run = _Run(result, RunRecorder(run_path), on_event)
+    run.write()  # the skeleton: every slot queued, before anything is dispatched
+
+    heartbeat = asyncio.ensure_future(_heartbeat(run))
+    try:
+        run.emit("council.dispatched", detail=f"{len(plan.voices)} slot(s)")
+        await dispatch(
+            plan.voices,
+            plan.prompts,
+            runtime_map,
+            sub,
+            req.budget,
+            lambda voice, detail: run.emit("voice.status", voice, detail),
+        )
+        _finish(run, req, artifact_name, artifact_text)
+    except asyncio.CancelledError:
+        _abandon(run, "cancelled", "the run was cancelled; completed voices are kept")
+        raise
+    except BaseException as exc:
+        _abandon(run, "failed", f"the run failed: {type(exc).__name__}: {exc}")
+        raise
+    finally:
+        heartbeat.cancel()
+    return run.result
+
+
+def _finish(
+    run: _Run, req: PerspectiveRequest, artifact_name: str | None, artifact_text: str | None
+) -> None:
+    result = run.result
+    for voice in result.voices:
+        if voice.status == "dropped" and voice.dropped_by == "council.dispatch":
+            result.voices_dropped.append(
+                DroppedVoice(
+                    voice_id=voice.id,
+                    runtime=voice.runtime,
+                    reason=voice.drop_reason or "dropped",
+                    dropped_by="council.dispatch",
+                )
+            )
+    for voice in result.voices:
+        dropped = gate(voice, req)
+        if dropped is not None:
+            result.voices_dropped.append(dropped)
+            run.emit("voice.status", voice, dropped.reason)
+
+    normalized = normalize(result.voices, artifact_name, artifact_text)
+    verdict = arbitrate(normalized.voices, normalized.clusters, normalized.near_verbatim)
+
+    result.decorrelation = verdict.decorrelation
+    result.distinct_families = verdict.distinct_families
+    result.clusters = normalized.clusters
+    result.agreement = verdict.agreement
+    result.checks = verdict.checks
+    result.needs_decision = verdict.needs_decision
+    result.decision = verdict.decision
+    result.notes.extend(verdict.notes)
+    result.voices_valid = sum(1 for v in result.voices if v.status == "complete")
+    report = result.runtime_report
+    report.used = sorted({v.runtime for v in result.voices if v.attempts})
+    report.degraded_to_subagent = [v.id for v in result.voices if v.is_fallback]
+    result.status = "complete"
+    result.finished_at = now()
+    run.emit("council.result", detail=f"{result.decorrelation}, {result.voices_valid} valid")
+
+
+def _abandon(run: _Run, status: str, note: str) -> None:
+    result = run.result
+    for voice in result.voices:
+        if voice.status in ("queued", "running"):
+            voice.status = "dropped"
+            voice.dropped_by = "council.dispatch"
+            voice.drop_reason = f"run {status} before this voice finished"
+            result.voices_dropped.append(
+                DroppedVoice(
+                    voice_id=voice.id,
+                    runtime=voice.runtime,
+                    reason=voice.drop_reason,
+                    dropped_by="council.dispatch",
+                )
+            )
+    result.status = status  # type: ignore[assignment]
+    result.voices_valid = sum(1 for v in result.voices if v.status == "complete")
+    result.finished_at = now()
+    result.notes.append(note)
+    # The original error matters more than a failed last write.
+    with contextlib.suppress(Exception):
+        run.emit("council.result", detail=note)
+
+
+def convene(request: PerspectiveRequest | Mapping[str, Any], **kwargs: Any) -> CouncilResult:
+    """Blocking form of :func:`aconvene`; safe to call from inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(aconvene(request, **kwargs))
+    box: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            box["result"] = asyncio.run(aconvene(request, **kwargs))
+        except BaseException as exc:  # handed back to the calling thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=worker, name="rune-council")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    result: CouncilResult = box["result"]
+    return result

@@ -1,0 +1,125 @@
+"""The runtime interface every voice source implements, plus the environment rules.
+
+A runtime turns one prompt into one reply. The dispatcher knows nothing else about it, so
+CLIs, subagent commands and in-process callables are interchangeable behind ``ask``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..contract import AttemptOutcome, FamilyConfidence, VoiceSource
+
+# What any child process may inherit: locale, proxies, certificates and the user's own
+# config roots. Keys and tokens are never in this list; each adapter adds its own.
+BASE_ENV_NAMES = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "SHELL",
+    "SYSTEMROOT",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+)
+BASE_ENV_PREFIXES = ("LC_",)
+FIXED_ENV = {"NO_COLOR": "1", "TERM": "dumb"}
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+_MIN_SECRET_LEN = 6
+
+
+@dataclass(frozen=True)
+class RuntimeReply:
+    outcome: AttemptOutcome
+    text: str | None
+    detail: str
+    exit_code: int | None = None
+    latency_ms: int = 0
+    truncated: bool = False
+
+
+class Runtime(Protocol):
+    """Anything that can voice an answer."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source(self) -> VoiceSource: ...
+
+    @property
+    def model_family(self) -> str: ...
+
+    @property
+    def family_confidence(self) -> FamilyConfidence: ...
+
+    async def ask(
+        self,
+        prompt: str,
+        *,
+        timeout_s: float,
+        max_output_bytes: int,
+        on_start: Callable[[int], None] | None = None,
+    ) -> RuntimeReply: ...
+
+
+@dataclass(frozen=True)
+class EnvPolicy:
+    """Which variables of the parent environment a child may see."""
+
+    names: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    fixed: Mapping[str, str] = field(default_factory=dict)
+
+    def build(self, parent: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
+        allowed = set(BASE_ENV_NAMES) | set(self.names) | set(extra_names)
+        prefixes = BASE_ENV_PREFIXES + self.prefixes
+        env = {
+            k: v
+            for k, v in parent.items()
+            if k in allowed or any(k.startswith(p) for p in prefixes)
+        }
+        env.update(FIXED_ENV)
+        env.update(self.fixed)
+        return env
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """Values that must never be written anywhere: anything named like a credential."""
+    values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LEN}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    for value in secrets:
+        if value and value in text:
+            text = text.replace(value, "[redacted]")
+    return text
+
+
+def current_env() -> dict[str, str]:
+    return dict(os.environ)

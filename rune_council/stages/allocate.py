@@ -1,0 +1,144 @@
+"""Step 2, ALLOCATE: who sits in which slot, with which framing.
+
+One voice per distinct family before any family gets a second seat; the reserved slots
+(perturbation, devil's advocate) are named here so ARBITRATE can check they were applied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..contract import (
+    MAX_VOICES,
+    FamilyConfidence,
+    PerspectiveRequest,
+    SlotRole,
+    Voice,
+    VoiceSource,
+)
+from ..prompts import compose_prompt
+
+# Subagents share one model, so each is pinned to one stance; it does not decorrelate, but
+# it keeps them from writing the same essay three times.
+PERSONAS = (
+    "a pragmatic staff engineer who weighs operational risk and the cost of reversal",
+    "a sceptical security and data-integrity reviewer",
+    "a performance and capacity engineer who asks for numbers",
+    "a maintainer who will own this for five years and cares about simplicity",
+    "a product-minded lead who asks whether the problem is worth solving at all",
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    runtime: str
+    source: VoiceSource
+    model_family: str
+    family_confidence: FamilyConfidence
+
+
+@dataclass(frozen=True)
+class SlotPrompts:
+    primary: str
+    fallback: str
+    fallback_persona: str
+
+
+@dataclass
+class Allocation:
+    voices: list[Voice]
+    prompts: dict[str, SlotPrompts]
+    n_effective: int
+    notes: list[str] = field(default_factory=list)
+
+
+def roles_for(n: int) -> list[SlotRole]:
+    """Plain readings first; the reserved framings take the last seats."""
+    if n >= 3:
+        return ["standard"] * (n - 2) + ["perturbation", "devils_advocate"]
+    return ["standard", "perturbation"][:n]
+
+
+def _family_key(c: Candidate) -> str:
+    # Unconfirmed runtimes may share a backend with anyone, but we cannot know which, so
+    # each counts as its own group for seating and is ranked after confirmed families.
+    return c.model_family if c.family_confidence == "confirmed" else f"unknown:{c.runtime}"
+
+
+def seat_order(candidates: list[Candidate], prefer: list[str]) -> list[Candidate]:
+    """One representative per family (preferred families first), then the rest."""
+    groups: dict[str, list[Candidate]] = {}
+    for c in candidates:
+        groups.setdefault(_family_key(c), []).append(c)
+
+    def rank(key: str) -> tuple[int, int, int]:
+        head = groups[key][0]
+        preferred = prefer.index(head.model_family) if head.model_family in prefer else len(prefer)
+        unconfirmed = int(head.family_confidence != "confirmed")
+        first_seen = candidates.index(head)
+        return (unconfirmed, preferred, first_seen)
+
+    ordered_keys = sorted(groups, key=rank)
+    order: list[Candidate] = []
+    depth = max((len(g) for g in groups.values()), default=0)
+    for level in range(depth):
+        for key in ordered_keys:
+            if level < len(groups[key]):
+                order.append(groups[key][level])
+    return order
+
+
+def allocate(
+    request: PerspectiveRequest,
+    external: list[Candidate],
+    subagent: Candidate | None,
+    artifact_text: str | None,
+) -> Allocation:
+    notes: list[str] = []
+    n = request.n
+    if n > MAX_VOICES:
+        notes.append(f"n={n} requested; capped at {MAX_VOICES} voices")
+        n = MAX_VOICES
+
+    seats = list(external)
+    if subagent is not None and (
+        not external
+        or (
+            subagent.family_confidence == "confirmed"
+            and subagent.model_family not in {c.model_family for c in external}
+        )
+    ):
+        seats.append(subagent)
+    order = seat_order(seats, request.diversity.prefer_model_families)
+    if not external:
+        notes.append(
+            "no external runtime available: subagent-only council"
+            if subagent is not None
+            else "no external runtime and no subagent configured: nothing can answer"
+        )
+
+    voices: list[Voice] = []
+    prompts: dict[str, SlotPrompts] = {}
+    for index, role in enumerate(roles_for(n)):
+        voice_id = f"v{index + 1}"
+        persona = PERSONAS[index % len(PERSONAS)]
+        pick = order[index % len(order)] if order else None
+        if pick is None:
+            voice = Voice(id=voice_id, slot_role=role, source="subagent", runtime="none")
+        else:
+            voice = Voice(
+                id=voice_id,
+                slot_role=role,
+                source=pick.source,
+                runtime=pick.runtime,
+                model_family=pick.model_family,
+                family_confidence=pick.family_confidence,
+                persona=persona if pick.source == "subagent" else None,
+            )
+        voices.append(voice)
+        prompts[voice_id] = SlotPrompts(
+            primary=compose_prompt(request, role, voice.persona, artifact_text),
+            fallback=compose_prompt(request, role, persona, artifact_text),
+            fallback_persona=persona,
+        )
+    return Allocation(voices=voices, prompts=prompts, n_effective=n, notes=notes)

@@ -1,0 +1,311 @@
+"""Step 6, ARBITRATE: stamp the decorrelation honestly, keep consensus narrow, keep dissent.
+
+Pure arithmetic over the gated, normalized voices: the same inputs give the same result,
+so anyone can re-run it from the raw answers in the run file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..contract import (
+    Agreement,
+    Checks,
+    Claim,
+    ClaimCluster,
+    ConsensusClaim,
+    Decorrelation,
+    DissentEntry,
+    Severity,
+    SlotCheck,
+    Voice,
+)
+from .normalize import NearVerbatim
+
+SEVERITY_ORDER: dict[Severity | None, int] = {"MUST": 0, "SHOULD": 1, "MAY": 2, None: 3}
+
+
+@dataclass
+class Arbitration:
+    decorrelation: Decorrelation
+    distinct_families: list[str]
+    agreement: Agreement
+    checks: Checks
+    needs_decision: bool
+    decision: str | None
+    notes: list[str] = field(default_factory=list)
+
+
+def counts_for_family(voice: Voice) -> bool:
+    """A voice is evidence of an architecture only if it is real, confirmed and valid."""
+    return (
+        voice.status == "complete"
+        and not voice.is_fallback
+        and voice.family_confidence == "confirmed"
+        and voice.model_family != "unknown"
+    )
+
+
+def decorrelation_of(voices: list[Voice]) -> tuple[Decorrelation, list[str]]:
+    families = sorted({v.model_family for v in voices if counts_for_family(v)})
+    return ("MULTI_FAMILY" if len(families) >= 2 else "NO_DECORRELATION"), families
+
+
+def _strongest(claims: list[Claim]) -> Severity | None:
+    return min((c.severity for c in claims), key=lambda s: SEVERITY_ORDER[s], default=None)
+
+
+def _fully_verified(claim: Claim) -> bool:
+    return bool(claim.evidence) and all(e.verified == "true" for e in claim.evidence)
+
+
+def _why_not_consensus(members: list[Claim], voices: dict[str, Voice], stamp: Decorrelation) -> str:
+    reasons = []
+    counted = {
+        voices[c.voice_id].model_family for c in members if counts_for_family(voices[c.voice_id])
+    }
+    if len(counted) < 2:
+        noun = "family" if len(counted) == 1 else "families"
+        reasons.append(f"only {len(counted)} confirmed, non-fallback {noun}")
+    unverified = [c.id for c in members if not _fully_verified(c)]
+    if unverified:
+        reasons.append("evidence not mechanically verified for " + ", ".join(unverified))
+    if stamp == "NO_DECORRELATION":
+        reasons.append("NO_DECORRELATION: consensus is withheld")
+    return "unverified agreement: " + "; ".join(reasons)
+
+
+def _perturbation_check(valid: list[Voice], allocated: list[Voice]) -> SlotCheck:
+    slot = next((v for v in allocated if v.slot_role == "perturbation"), None)
+    if slot is None:
+        return SlotCheck(reserved=False, outcome="not-evaluable", detail="no slot reserved")
+    dispatched = bool(slot.attempts)
+    if slot.status != "complete":
+        return SlotCheck(
+            voice_id=slot.id,
+            reserved=True,
+            dispatched=dispatched,
+            outcome="not-evaluable",
+            detail="the perturbation voice did not pass",
+        )
+    standard = [
+        v for v in valid if v.slot_role == "standard" and v.position in ("yes", "no", "mixed")
+    ]
+    if not standard or slot.position not in ("yes", "no", "mixed"):
+        return SlotCheck(
+            voice_id=slot.id,
+            reserved=True,
+            dispatched=dispatched,
+            outcome="not-evaluable",
+            detail="no clear YES/NO/MIXED position to compare across framings",
+        )
+    baseline = Counter(v.position for v in standard).most_common(1)[0][0]
+    if slot.position == baseline:
+        return SlotCheck(
+            voice_id=slot.id,
+            reserved=True,
+            dispatched=dispatched,
+            outcome="held",
+            detail=f"inverted framing still concluded {baseline.upper()}",
+        )
+    return SlotCheck(
+        voice_id=slot.id,
+        reserved=True,
+        dispatched=dispatched,
+        outcome="framing-sensitive",
+        detail=f"standard reading {baseline.upper()} "
+        f"({', '.join(v.id for v in standard if v.position == baseline)}), "
+        f"inverted framing {str(slot.position).upper()} ({slot.id})",
+    )
+
+
+def _devils_check(
+    valid: list[Voice], allocated: list[Voice], clusters: list[ClaimCluster]
+) -> SlotCheck | None:
+    slot = next((v for v in allocated if v.slot_role == "devils_advocate"), None)
+    if slot is None:
+        return None
+    dispatched = bool(slot.attempts)
+    if slot.status != "complete":
+        return SlotCheck(
+            voice_id=slot.id,
+            reserved=True,
+            dispatched=dispatched,
+            outcome="not-evaluable",
+            detail="the devil's advocate did not pass",
+        )
+    others = [v.position for v in valid if v.id != slot.id and v.position in ("yes", "no")]
+    majority = Counter(others).most_common(1)[0][0] if others else None
+    in_conflict = any(c.conflicting and slot.id in c.voice_ids for c in clusters)
+    if not slot.claims or (slot.position == majority and not in_conflict):
+        return SlotCheck(
+            voice_id=slot.id,
+            reserved=True,
+            dispatched=dispatched,
+            outcome="no-counterclaims",
+            detail="the forming majority held under a mandated attack",
+        )
+    return SlotCheck(
+        voice_id=slot.id,
+        reserved=True,
+        dispatched=dispatched,
+        outcome="countered",
+        detail=f"{len(slot.claims)} counter-claim(s), listed in dissent",
+    )
+
+
+def arbitrate(
+    voices: list[Voice], clusters: list[ClaimCluster], near_verbatim: list[NearVerbatim]
+) -> Arbitration:
+    valid = [v for v in voices if v.status == "complete"]
+    by_id = {v.id: v for v in voices}
+    claims = {c.id: c for v in valid for c in v.claims}
+    stamp, families = decorrelation_of(valid)
+
+    consensus: list[ConsensusClaim] = []
+    dissent: list[DissentEntry] = []
+    for cluster in clusters:
+        members = [claims[i] for i in cluster.claim_ids]
+        text = members[0].text
+        severity = _strongest(members)
+        if len(cluster.voice_ids) < 2:
+            dissent.append(
+                DissentEntry(
+                    claim=text,
+                    label="single-voice",
+                    voice_ids=cluster.voice_ids,
+                    families=cluster.families,
+                    claim_ids=cluster.claim_ids,
+                    severity=severity,
+                    detail="only one voice made this claim",
+                )
+            )
+            continue
+        if cluster.conflicting:
+            dissent.append(
+                DissentEntry(
+                    claim=" | ".join(f"{c.voice_id}: {c.text}" for c in members),
+                    label="disagreement",
+                    voice_ids=cluster.voice_ids,
+                    families=cluster.families,
+                    claim_ids=cluster.claim_ids,
+                    severity=severity,
+                    detail="voices matched on the same place but say opposite things",
+                )
+            )
+            continue
+        counted = {
+            by_id[c.voice_id].model_family for c in members if counts_for_family(by_id[c.voice_id])
+        }
+        if (
+            stamp == "MULTI_FAMILY"
+            and len(counted) >= 2
+            and all(_fully_verified(c) for c in members)
+            and cluster.matched_by is not None
+        ):
+            consensus.append(
+                ConsensusClaim(
+                    claim=text,
+                    cluster_id=cluster.id,
+                    claim_ids=cluster.claim_ids,
+                    voice_ids=cluster.voice_ids,
+                    families=cluster.families,
+                    matched_by=cluster.matched_by,
+                    severity=severity,
+                )
+            )
+        else:
+            dissent.append(
+                DissentEntry(
+                    claim=text,
+                    label="unverified",
+                    voice_ids=cluster.voice_ids,
+                    families=cluster.families,
+                    claim_ids=cluster.claim_ids,
+                    severity=severity,
+                    detail=_why_not_consensus(members, by_id, stamp),
+                )
+            )
+
+    # A split on the question itself is dissent even when no two claims collide.
+    positions = {v.id: v.position for v in valid if v.position in ("yes", "no")}
+    if len(set(positions.values())) > 1:
+        yes = [i for i, p in positions.items() if p == "yes"]
+        no = [i for i, p in positions.items() if p == "no"]
+        dissent.append(
+            DissentEntry(
+                claim=(
+                    f"Voices split on the question: YES ({', '.join(yes)}) vs NO ({', '.join(no)})"
+                ),
+                label="disagreement",
+                voice_ids=sorted(positions, key=lambda v: int(v[1:])),
+                families=sorted({by_id[i].model_family for i in positions}),
+                detail="stances: "
+                + "; ".join(f"{by_id[i].id}: {by_id[i].stance}" for i in positions),
+            )
+        )
+
+    for pair in near_verbatim:
+        va, vb = (by_id[i] for i in pair.voice_ids)
+        if pair.conflicting:
+            continue  # same wording with a different number or negation is a disagreement
+        distinct_confirmed = (
+            counts_for_family(va) and counts_for_family(vb) and va.model_family != vb.model_family
+        )
+        detail = (
+            "near-verbatim across confirmed-distinct families: either genuine convergent "
+            "reasoning or a sign the family labels do not reflect the actual backends"
+            if distinct_confirmed
+            else "near-verbatim from the same or an unconfirmed family: treat as one voice"
+        )
+        dissent.append(
+            DissentEntry(
+                claim=claims[pair.claim_ids[0]].text,
+                label="correlated-penalty",
+                voice_ids=list(pair.voice_ids),
+                families=sorted({va.model_family, vb.model_family}),
+                claim_ids=list(pair.claim_ids),
+                detail=f"{detail} (similarity {pair.score:g})",
+            )
+        )
+
+    perturbation = _perturbation_check(valid, voices)
+    if perturbation.outcome == "framing-sensitive":
+        dissent.append(
+            DissentEntry(
+                claim="The answer depends on how the question is framed",
+                label="framing-sensitive",
+                voice_ids=[v for v in [perturbation.voice_id] if v],
+                detail=perturbation.detail,
+            )
+        )
+    devils = _devils_check(valid, voices, clusters)
+
+    notes: list[str] = []
+    if stamp == "NO_DECORRELATION":
+        notes.append(
+            f"NO_DECORRELATION: {len(families)} distinct confirmed famil"
+            f"{'y' if len(families) == 1 else 'ies'} answered; agreement here may be an echo"
+        )
+    if devils is not None and devils.outcome == "no-counterclaims":
+        notes.append("devil's advocate found no substantive counter-claim: the majority held")
+
+    unresolved = [d for d in dissent if d.severity == "MUST" and d.label != "correlated-penalty"]
+    needs = bool(unresolved)
+    decision = None
+    if needs:
+        top = unresolved[0]
+        decision = (
+            f"Unresolved MUST-level claim ({top.label}, {', '.join(top.voice_ids)}): {top.claim}"
+        )
+    dissent.sort(key=lambda d: (SEVERITY_ORDER[d.severity], d.label))
+    return Arbitration(
+        decorrelation=stamp,
+        distinct_families=families,
+        agreement=Agreement(consensus_claims=consensus, dissent=dissent),
+        checks=Checks(perturbation=perturbation, devils_advocate=devils),
+        needs_decision=needs,
+        decision=decision,
+        notes=notes,
+    )

@@ -1,0 +1,128 @@
+"""Step 3, DISPATCH + DEGRADE: every slot at once; a failed external slot falls to a subagent.
+
+This stage owns no process or HTTP code: each runtime does its own I/O behind ``ask``. What
+lives here is the slot's life: queued → running → complete, or running → (fallback running)
+→ complete / dropped, with every attempt kept and a callback at each transition so the
+recorder can rewrite the run file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+from ..contract import Attempt, Budget, RawOutput, Voice
+from ..runtimes.base import Runtime, RuntimeReply
+from .allocate import SlotPrompts
+
+RAW_CHAR_CAP = 200_000
+DISPATCH = "council.dispatch"
+
+OnChange = Callable[[Voice, str], None]
+
+
+def _attempt(runtime: Runtime, reply: RuntimeReply) -> Attempt:
+    return Attempt(
+        runtime=runtime.name,
+        source=runtime.source,
+        outcome=reply.outcome,
+        detail=reply.detail[:1000],
+        exit_code=reply.exit_code,
+        latency_ms=reply.latency_ms,
+    )
+
+
+def _complete(voice: Voice, reply: RuntimeReply) -> None:
+    text = reply.text or ""
+    truncated = reply.truncated or len(text) > RAW_CHAR_CAP
+    voice.raw = RawOutput(text=text[:RAW_CHAR_CAP], truncated=truncated)
+    voice.latency_ms = sum(a.latency_ms or 0 for a in voice.attempts)
+    voice.status = "complete"
+
+
+def _drop(voice: Voice, reason: str) -> None:
+    voice.status = "dropped"
+    voice.dropped_by = DISPATCH
+    voice.drop_reason = reason
+    voice.latency_ms = sum(a.latency_ms or 0 for a in voice.attempts) or None
+
+
+async def run_slot(
+    voice: Voice,
+    prompts: SlotPrompts,
+    primary: Runtime | None,
+    subagent: Runtime | None,
+    budget: Budget,
+    on_change: OnChange,
+) -> Voice:
+    async def ask(runtime: Runtime, prompt: str) -> RuntimeReply:
+        return await runtime.ask(
+            prompt, timeout_s=budget.per_voice_timeout_s, max_output_bytes=budget.max_output_bytes
+        )
+
+    failure = "no runtime could take this slot"
+    if primary is not None:
+        voice.status = "running"
+        on_change(voice, f"dispatched to {primary.name}")
+        reply = await ask(primary, prompts.primary)
+        voice.attempts.append(_attempt(primary, reply))
+        if reply.outcome == "ok":
+            _complete(voice, reply)
+            on_change(voice, f"{primary.name} answered")
+            return voice
+        failure = f"{primary.name}: {reply.outcome}: {reply.detail}"
+        if primary is subagent:
+            _drop(voice, failure)
+            on_change(voice, failure)
+            return voice
+
+    if subagent is None:
+        reason = f"{failure}; no subagent configured to take the slot over"
+        _drop(voice, reason)
+        on_change(voice, reason)
+        return voice
+
+    if primary is not None:
+        voice.is_fallback = True
+    voice.source = subagent.source
+    voice.runtime = subagent.name
+    voice.model_family = subagent.model_family
+    voice.family_confidence = subagent.family_confidence
+    voice.persona = prompts.fallback_persona
+    voice.status = "running"
+    on_change(voice, f"fallback to subagent {subagent.name} after {failure}")
+    reply = await ask(subagent, prompts.fallback)
+    voice.attempts.append(_attempt(subagent, reply))
+    if reply.outcome == "ok":
+        _complete(voice, reply)
+        on_change(voice, f"subagent {subagent.name} answered")
+    else:
+        reason = f"{failure}; subagent {subagent.name}: {reply.outcome}: {reply.detail}"
+        _drop(voice, reason)
+        on_change(voice, reason)
+    return voice
+
+
+async def dispatch(
+    voices: list[Voice],
+    prompts: Mapping[str, SlotPrompts],
+    runtimes: Mapping[str, Runtime],
+    subagent: Runtime | None,
+    budget: Budget,
+    on_change: OnChange,
+) -> list[Voice]:
+    """All slots in parallel; cancelling this cancels (and so kills) every voice."""
+    tasks = [
+        asyncio.ensure_future(
+            run_slot(v, prompts[v.id], runtimes.get(v.runtime), subagent, budget, on_change)
+        )
+        for v in voices
+    ]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return voices

@@ -1,0 +1,79 @@
+"""Step 4, GATE: only well-formed, on-topic answers count toward anything.
+
+A voice that fails is dropped with its reason, never repaired or re-asked: a retry would
+correlate the second answer with the prompt that just failed.
+"""
+
+from __future__ import annotations
+
+from rapidfuzz import fuzz
+
+from ..answer import extract_answer
+from ..contract import Claim, DroppedVoice, PerspectiveRequest, VerifiedEvidence, Voice
+from ..text import content_words, normalise
+
+GATE = "council.gate"
+_POSITIONS = {"yes": "yes", "no": "no", "mixed": "mixed"}
+
+
+def position_of(stance: str) -> str:
+    words = normalise(stance).split()
+    return _POSITIONS.get(words[0], "unclear") if words else "unclear"
+
+
+def topic_score(echo: str, question: str) -> float:
+    """How far the echoed question is the asked one: word overlap either way, or fuzzy."""
+    asked, echoed = content_words(question), content_words(echo)
+    if not asked:
+        return 1.0
+    shared = asked & echoed
+    recall = len(shared) / len(asked)
+    precision = len(shared) / len(echoed) if echoed else 0.0
+    fuzzy = fuzz.token_sort_ratio(normalise(echo), normalise(question)) / 100
+    return max(recall, precision if len(shared) >= 2 else 0.0, fuzzy)
+
+
+ON_TOPIC_THRESHOLD = 0.5
+
+
+def _drop(voice: Voice, reason: str) -> DroppedVoice:
+    voice.status = "dropped"
+    voice.dropped_by = GATE
+    voice.drop_reason = reason
+    return DroppedVoice(voice_id=voice.id, runtime=voice.runtime, reason=reason, dropped_by=GATE)
+
+
+def gate(voice: Voice, request: PerspectiveRequest) -> DroppedVoice | None:
+    """Fill in the voice's parsed answer or drop it; returns the drop record if dropped."""
+    if voice.status != "complete" or voice.raw is None:
+        return None
+    extraction = extract_answer(voice.raw.text)
+    if extraction.answer is None:
+        voice.validity.well_formed = "fail"
+        return _drop(voice, f"malformed: {extraction.reason}")
+    answer = extraction.answer
+    voice.validity.well_formed = "pass"
+    voice.question_echo = answer.question_echo
+    voice.stance = answer.stance
+    voice.position = position_of(answer.stance)  # type: ignore[assignment]
+    score = topic_score(answer.question_echo, request.question)
+    if score < ON_TOPIC_THRESHOLD:
+        voice.validity.on_topic = "fail"
+        return _drop(
+            voice,
+            f"off-topic: answered {answer.question_echo[:200]!r} (match {score:.2f} "
+            f"< {ON_TOPIC_THRESHOLD})",
+        )
+    voice.validity.on_topic = "pass"
+    voice.claims = [
+        Claim(
+            id=f"{voice.id}.c{k}",
+            voice_id=voice.id,
+            text=c.text,
+            anchor=c.anchor,
+            severity=c.severity,
+            evidence=[VerifiedEvidence(ref=e.ref, quote=e.quote) for e in c.evidence],
+        )
+        for k, c in enumerate(answer.claims, start=1)
+    ]
+    return None

@@ -1,0 +1,74 @@
+"""Builders for voice answers used across the tests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+PLAN = """\
+# Plan: shard the orders table
+1. Split orders by customer_id into 8 shards.
+2. Route reads through a new lookup service.
+3. Migrate in one weekend with the site offline.
+4. Keep the reporting jobs on the old single table.
+5. No rollback step is defined.
+"""
+
+
+def claim(
+    text: str,
+    *,
+    anchor: str | None = None,
+    severity: str | None = None,
+    ref: str | None = None,
+    quote: str | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"text": text}
+    if anchor:
+        out["anchor"] = anchor
+    if severity:
+        out["severity"] = severity
+    if ref:
+        ev: dict[str, Any] = {"ref": ref}
+        if quote is not None:
+            ev["quote"] = quote
+        out["evidence"] = [ev]
+    return out
+
+
+def answer(question: str, stance: str, claims: list[dict[str, Any]], fenced: bool = True) -> str:
+    body = json.dumps({"question_echo": question, "stance": stance, "claims": claims}, indent=1)
+    if fenced:
+        return f"Here is my answer.\n```json\n{body}\n```\nThanks."
+    return body
+
+
+def gated_voice(
+    voice_id: str,
+    family: str,
+    text: str,
+    *,
+    role: str = "standard",
+    confirmed: bool = True,
+    fallback: bool = False,
+    question: str = "Should we shard the orders table?",
+    runtime: str | None = None,
+) -> Any:
+    """A voice as it leaves GATE, built by running the real gate on ``text``."""
+    from rune_council.contract import PerspectiveRequest, RawOutput, Voice
+    from rune_council.stages.gate import gate
+
+    voice = Voice(
+        id=voice_id,
+        slot_role=role,  # type: ignore[arg-type]
+        source="subagent" if fallback else "external-cli",
+        runtime=runtime or f"{family}-cli",
+        model_family=family,
+        family_confidence="confirmed" if confirmed else "unknown",
+        is_fallback=fallback,
+        status="complete",
+        raw=RawOutput(text=text),
+    )
+    dropped = gate(voice, PerspectiveRequest(id="t", question=question))
+    assert dropped is None, dropped
+    return voice
