@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION: Literal["2.0"] = "2.0"
 MAX_VOICES = 5
 MIN_VOICES = 2
 
@@ -96,7 +96,7 @@ class Budget(_Strict):
 class PerspectiveRequest(_Strict):
     """What a caller asks the council."""
 
-    schema_version: Literal["2.0"] = SCHEMA_VERSION
+    schema_version: Literal["2.0"] = "2.0"
     id: str = Field(description="Run id; becomes run-<id>.json, so it must be a safe file name.")
     question: str = Field(min_length=1, max_length=20_000)
     mode: Mode = "judge"
@@ -309,7 +309,7 @@ class RunEvent(_Strict):
 class CouncilResult(_Strict):
     """The run file, from skeleton to arbitrated result."""
 
-    schema_version: Literal["2.0"] = SCHEMA_VERSION
+    schema_version: Literal["2.0"] = "2.0"
     id: str
     question: str
     mode: Mode
@@ -344,7 +344,7 @@ class CouncilResult(_Strict):
 class RuntimesFile(_Strict):
     """``.rune/runtimes.json``: what DETECT found, reused for the rest of the day."""
 
-    schema_version: Literal["2.0"] = SCHEMA_VERSION
+    schema_version: Literal["2.0"] = "2.0"
     checked_at: str = Field(description="ISO timestamp of the probe")
     session_marker: str = Field(description="The local date the cache is valid for")
     bridge_path: str | None = None

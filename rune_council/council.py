@@ -140,7 +140,7 @@ def _as_subagent(
     if hasattr(subagent, "ask"):
         return subagent  # type: ignore[return-value]
     return FunctionRuntime(
-        fn=subagent,  # type: ignore[arg-type]
+        fn=subagent,
         model_family=family,
         family_confidence="confirmed" if confirmed and family != "unknown" else "unknown",
     )

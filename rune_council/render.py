@@ -28,7 +28,7 @@ def render(result: CouncilResult) -> str:
     for voice in result.voices:
         tag = " fallback" if voice.is_fallback else ""
         role = "" if voice.slot_role == "standard" else f" [{voice.slot_role}]"
-        state = voice.status
+        state: str = voice.status
         if voice.status == "dropped":
             state = f"dropped: {voice.drop_reason}"
         elif voice.stance:

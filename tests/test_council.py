@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -29,7 +30,9 @@ ROLLBACK = claim(
 )
 UNDO = {**ROLLBACK, "text": "Nothing says how to undo the migration if it fails"}
 SHARDS = claim(
-    "Eight shards leaves headroom", ref="plan.md:2", quote="Split orders by customer_id into 8 shards."
+    "Eight shards leaves headroom",
+    ref="plan.md:2",
+    quote="Split orders by customer_id into 8 shards.",
 )
 
 
@@ -135,7 +138,9 @@ def test_no_cli_and_no_subagent_gathers_nothing_but_records_why(world: dict[str,
 
 def test_subagent_only_council_is_honest_about_no_decorrelation(world: dict[str, Any]) -> None:
     result = convene(
-        request(), rune_dir=world["rune"], env=world["env"],
+        request(),
+        rune_dir=world["rune"],
+        env=world["env"],
         subagent=lambda prompt: answer(Q, "NO", [ROLLBACK]),
     )
     assert result.voices_valid == 3
@@ -150,8 +155,9 @@ def test_the_prompt_never_appears_in_a_childs_argv(world: dict[str, Any]) -> Non
     question = f"{Q} ({marker})"
     pid_file = world["tmp"] / "pids"
     for name in ("claude", "codex", "gemini"):
-        install_fake(world["bin"], name, answer=answer(question, "NO", []), sleep_s=1.5,
-                     pid_file=pid_file)
+        install_fake(
+            world["bin"], name, answer=answer(question, "NO", []), sleep_s=1.5, pid_file=pid_file
+        )
     seen: list[str] = []
     stop = threading.Event()
 
@@ -159,17 +165,16 @@ def test_the_prompt_never_appears_in_a_childs_argv(world: dict[str, Any]) -> Non
         while not stop.is_set():
             if pid_file.exists():
                 for line in pid_file.read_text().splitlines():
-                    try:
+                    with contextlib.suppress(OSError):
                         seen.append(Path(f"/proc/{line.split()[1]}/cmdline").read_text())
-                    except OSError:
-                        pass
             time.sleep(0.05)
 
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        result = convene({"id": "argv", "question": question}, rune_dir=world["rune"],
-                         env=world["env"])
+        result = convene(
+            {"id": "argv", "question": question}, rune_dir=world["rune"], env=world["env"]
+        )
     finally:
         stop.set()
         watcher.join()
@@ -250,8 +255,9 @@ def test_cancelling_a_run_kills_children_and_records_what_finished(
 ) -> None:
     pid_file = world["tmp"] / "pids"
     install_fake(world["bin"], "claude", answer=answer(Q, "NO", [ROLLBACK]))
-    install_fake(world["bin"], "codex", answer=answer(Q, "NO", []), mode="ignore_sigterm",
-                 pid_file=pid_file)
+    install_fake(
+        world["bin"], "codex", answer=answer(Q, "NO", []), mode="ignore_sigterm", pid_file=pid_file
+    )
 
     async def scenario() -> None:
         task = asyncio.ensure_future(
@@ -276,8 +282,12 @@ def test_cancelling_a_run_kills_children_and_records_what_finished(
 def test_reusing_a_run_id_is_refused_and_keeps_the_first_run(world: dict[str, Any]) -> None:
     from rune_council import RequestError
 
-    convene(request("same"), rune_dir=world["rune"], env=world["env"],
-            subagent=lambda p: answer(Q, "NO", []))
+    convene(
+        request("same"),
+        rune_dir=world["rune"],
+        env=world["env"],
+        subagent=lambda p: answer(Q, "NO", []),
+    )
     before = (world["rune"] / "council" / "run-same.json").read_bytes()
     with pytest.raises(RequestError, match="already used"):
         convene(request("same"), rune_dir=world["rune"], env=world["env"])
@@ -299,16 +309,25 @@ def test_a_symlinked_run_file_is_not_followed(world: dict[str, Any]) -> None:
 
 def test_caller_supplied_runtimes_replace_detection(world: dict[str, Any]) -> None:
     voices = [
-        FunctionRuntime(lambda p: answer(Q, "NO", [ROLLBACK]), name="alpha",
-                        model_family="mistral", family_confidence="confirmed",
-                        source="external-cli"),
-        FunctionRuntime(lambda p: answer(Q, "NO", [UNDO]), name="beta",
-                        model_family="meta", family_confidence="confirmed",
-                        source="external-cli"),
+        FunctionRuntime(
+            lambda p: answer(Q, "NO", [ROLLBACK]),
+            name="alpha",
+            model_family="mistral",
+            family_confidence="confirmed",
+            source="external-cli",
+        ),
+        FunctionRuntime(
+            lambda p: answer(Q, "NO", [UNDO]),
+            name="beta",
+            model_family="meta",
+            family_confidence="confirmed",
+            source="external-cli",
+        ),
     ]
     result = asyncio.run(
-        aconvene(PerspectiveRequest.model_validate(request(n=2)), runtimes=voices,
-                 rune_dir=world["rune"])
+        aconvene(
+            PerspectiveRequest.model_validate(request(n=2)), runtimes=voices, rune_dir=world["rune"]
+        )
     )
     assert result.decorrelation == "MULTI_FAMILY"
     assert [c.families for c in result.agreement.consensus_claims] == [["meta", "mistral"]]

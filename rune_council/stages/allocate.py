@@ -55,8 +55,10 @@ class Allocation:
 def roles_for(n: int) -> list[SlotRole]:
     """Plain readings first; the reserved framings take the last seats."""
     if n >= 3:
-        return ["standard"] * (n - 2) + ["perturbation", "devils_advocate"]
-    return ["standard", "perturbation"][:n]
+        plain: list[SlotRole] = ["standard"] * (n - 2)
+        return [*plain, "perturbation", "devils_advocate"]
+    pair: list[SlotRole] = ["standard", "perturbation"]
+    return pair[:n]
 
 
 def _family_key(c: Candidate) -> str:

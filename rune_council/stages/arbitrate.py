@@ -100,7 +100,7 @@ def _perturbation_check(valid: list[Voice], allocated: list[Voice]) -> SlotCheck
             outcome="not-evaluable",
             detail="no clear YES/NO/MIXED position to compare across framings",
         )
-    baseline = Counter(v.position for v in standard).most_common(1)[0][0]
+    baseline: str = Counter(v.position or "unclear" for v in standard).most_common(1)[0][0]
     if slot.position == baseline:
         return SlotCheck(
             voice_id=slot.id,
@@ -116,7 +116,7 @@ def _perturbation_check(valid: list[Voice], allocated: list[Voice]) -> SlotCheck
         outcome="framing-sensitive",
         detail=f"standard reading {baseline.upper()} "
         f"({', '.join(v.id for v in standard if v.position == baseline)}), "
-        f"inverted framing {str(slot.position).upper()} ({slot.id})",
+        f"inverted framing {(slot.position or 'unclear').upper()} ({slot.id})",
     )
 
 

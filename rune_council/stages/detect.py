@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -35,7 +36,7 @@ def _now() -> str:
 
 
 async def probe(adapter: CliAdapter, env: Mapping[str, str]) -> DetectedRuntime:
-    base = {
+    base: dict[str, Any] = {
         "runtime": adapter.name,
         "model_family": adapter.model_family,
         "family_confidence": adapter.family_confidence,

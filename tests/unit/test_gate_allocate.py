@@ -13,8 +13,13 @@ Q = "Should we shard the orders table?"
 
 def _voice(text: str) -> Voice:
     return Voice(
-        id="v1", source="external-cli", runtime="claude", model_family="anthropic",
-        family_confidence="confirmed", status="complete", raw=RawOutput(text=text),
+        id="v1",
+        source="external-cli",
+        runtime="claude",
+        model_family="anthropic",
+        family_confidence="confirmed",
+        status="complete",
+        raw=RawOutput(text=text),
     )
 
 
@@ -71,8 +76,12 @@ def test_roles_follow_the_skill() -> None:
 
 def test_one_voice_per_family_before_doubling_up() -> None:
     req = PerspectiveRequest(id="a", question=Q, n=5)
-    cands = [C("claude", "anthropic"), C("claude2", "anthropic"), C("codex", "openai"),
-             C("gemini", "google")]
+    cands = [
+        C("claude", "anthropic"),
+        C("claude2", "anthropic"),
+        C("codex", "openai"),
+        C("gemini", "google"),
+    ]
     plan = allocate(req, cands, None, None)
     assert [v.runtime for v in plan.voices][:3] == ["claude", "codex", "gemini"]
     assert {v.model_family for v in plan.voices[:3]} == {"anthropic", "openai", "google"}
@@ -80,9 +89,14 @@ def test_one_voice_per_family_before_doubling_up() -> None:
 
 
 def test_preferred_family_is_seated_first_and_unknown_last() -> None:
-    req = PerspectiveRequest(id="a", question=Q, n=3,
-                             diversity={"prefer_model_families": ["google"]})
-    cands = [C("aider", "unknown", confirmed=False), C("claude", "anthropic"), C("gemini", "google")]
+    req = PerspectiveRequest(
+        id="a", question=Q, n=3, diversity={"prefer_model_families": ["google"]}
+    )
+    cands = [
+        C("aider", "unknown", confirmed=False),
+        C("claude", "anthropic"),
+        C("gemini", "google"),
+    ]
     plan = allocate(req, cands, None, None)
     assert [v.runtime for v in plan.voices] == ["gemini", "claude", "aider"]
 
@@ -106,8 +120,9 @@ def test_subagent_only_when_nothing_external() -> None:
 
 def test_prompt_is_self_contained_and_artifact_capped_visibly() -> None:
     big = "\n".join(f"line {i} of the plan" for i in range(10_000))
-    req = PerspectiveRequest(id="a", question=Q, mode="critique",
-                             artifact={"name": "plan.md", "text": big})
+    req = PerspectiveRequest(
+        id="a", question=Q, mode="critique", artifact={"name": "plan.md", "text": big}
+    )
     prompt = compose_prompt(req, "perturbation", None, big)
     assert Q in prompt and "critique" in prompt.lower() and "opposite position" in prompt
     assert "[truncated:" in prompt and "plan.md" in prompt

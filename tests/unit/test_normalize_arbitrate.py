@@ -30,7 +30,9 @@ def test_quote_is_checked_against_the_artifact_not_trusted() -> None:
     liar = gated_voice(
         "v2",
         "openai",
-        answer(Q, "NO", [claim("Rollback is fine", ref="plan.md:6", quote="A full rollback exists")]),
+        answer(
+            Q, "NO", [claim("Rollback is fine", ref="plan.md:6", quote="A full rollback exists")]
+        ),
     )
     run([honest, liar])
     assert honest.claims[0].evidence[0].verified == "true"
@@ -95,7 +97,7 @@ def test_two_confirmed_families_with_verified_shared_evidence_make_consensus() -
             ],
         ),
     )
-    norm, verdict = run([a, b])
+    _norm, verdict = run([a, b])
     assert verdict.decorrelation == "MULTI_FAMILY"
     [c] = verdict.agreement.consensus_claims
     assert c.families == ["anthropic", "openai"]
@@ -112,8 +114,11 @@ def test_anchor_match_clusters_before_evidence() -> None:
             "NO",
             [
                 {
-                    **claim("Step 5 leaves us stuck if it fails", ref="plan.md:6",
-                            quote="No rollback step is defined."),
+                    **claim(
+                        "Step 5 leaves us stuck if it fails",
+                        ref="plan.md:6",
+                        quote="No rollback step is defined.",
+                    ),
                     "anchor": "Step-5",
                 }
             ],
@@ -172,10 +177,14 @@ def test_near_verbatim_with_a_different_number_is_not_a_copy() -> None:
 
 def test_opposite_claims_on_one_anchor_are_disagreement() -> None:
     a = gated_voice(
-        "v1", "anthropic", answer(Q, "NO", [claim("The lookup service is a bottleneck", anchor="step-2")])
+        "v1",
+        "anthropic",
+        answer(Q, "NO", [claim("The lookup service is a bottleneck", anchor="step-2")]),
     )
     b = gated_voice(
-        "v2", "openai", answer(Q, "YES", [claim("The lookup service is not a bottleneck", anchor="step-2")])
+        "v2",
+        "openai",
+        answer(Q, "YES", [claim("The lookup service is not a bottleneck", anchor="step-2")]),
     )
     _, verdict = run([a, b])
     labels = sorted(d.label for d in verdict.agreement.dissent)

@@ -1,0 +1,535 @@
+"""Run one untrusted CLI as a subprocess and always get it back under control.
+
+Everything a council member's CLI can do wrong at the process level ends up here: hang,
+ignore SIGTERM, flood its output, fork helpers that outlive it, exit while a helper still
+holds its stdout, or fail to start at all. ``run_process`` turns each of those into a
+``ProcessResult`` instead of an exception or a stuck await, and guarantees that when it
+returns (or is cancelled) nothing it started is still running.
+
+The pipes are created here with ``os.pipe()`` rather than by asyncio's ``PIPE``: owning the
+read and write transports lets us drop them the moment we decide the run is over, even if
+some stray process still holds the other end, and ``Process.wait()`` then reflects only the
+child's exit instead of also waiting for every pipe to close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Literal
+
+import psutil
+
+__all__ = ["Outcome", "ProcessResult", "run_process"]
+
+Outcome = Literal["ok", "exit_nonzero", "timeout", "too_large", "spawn_error", "cancelled"]
+
+# Once the child has exited, helpers it left behind get this long to finish writing and
+# let go of the output pipes before they are killed.
+_EXIT_DRAIN_S = 0.5
+# After the tree is killed the pipes should close at once; waiting longer than this means
+# something outside the tree holds them.
+_POST_KILL_DRAIN_S = 0.5
+# How often descendants are recorded while the child runs, so helpers that detach and are
+# orphaned before the end can still be found and killed.
+_TRACK_INTERVAL_S = 0.25
+# How long SIGKILLed processes get to actually disappear before we stop waiting.
+_KILL_CONFIRM_S = 1.0
+_POLL_S = 0.02
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What happened to one CLI run.
+
+    ``exit_code`` is the child's own status (negative for a signal, as asyncio reports it) or
+    ``None`` when we killed it or it never started. ``stdout`` is the head of the output, at
+    most ``max_stdout`` bytes; ``stderr`` is the tail, at most ``max_stderr`` bytes, because
+    that is where errors are. ``run_process`` never returns ``"cancelled"``: it re-raises
+    ``CancelledError``; the value exists for callers that record a cancelled run.
+    """
+
+    outcome: Outcome
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    elapsed_s: float
+    detail: str
+    pid: int | None
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    stdin: bytes,
+    env: Mapping[str, str],
+    timeout_s: float,
+    max_stdout: int = 2_000_000,
+    max_stderr: int = 64_000,
+    cwd: str | os.PathLike[str] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    kill_grace_s: float = 2.0,
+) -> ProcessResult:
+    """Run ``argv`` with ``stdin`` as its input and exactly ``env`` as its environment.
+
+    The child gets its own session (so its process group can be signalled as a whole) and,
+    unless ``cwd`` is given, a fresh private temporary directory that is removed afterwards.
+    Ending the run means SIGTERM to the group and to every descendant, ``kill_grace_s`` to
+    comply, then SIGKILL. A run ends on timeout, when stdout exceeds ``max_stdout``, on
+    cancellation, or shortly after the child exits. A failure to start is reported as
+    ``"spawn_error"``; an exception from ``on_start`` or a cancellation propagates after
+    the cleanup.
+    """
+    if timeout_s <= 0:
+        raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+    if kill_grace_s < 0 or max_stdout < 0 or max_stderr < 0:
+        raise ValueError("kill_grace_s, max_stdout and max_stderr must not be negative")
+
+    started = time.monotonic()
+    scratch: str | None = None
+    try:
+        if cwd is None:
+            try:
+                scratch = tempfile.mkdtemp(prefix="rune-council-")  # mode 0o700
+            except OSError as exc:
+                return _not_started(started, f"could not create a working directory: {exc}")
+        run = _Run(
+            argv=list(argv),
+            stdin=stdin,
+            env=dict(env),
+            cwd=cwd if cwd is not None else scratch,
+            timeout_s=timeout_s,
+            max_stdout=max_stdout,
+            max_stderr=max_stderr,
+            kill_grace_s=kill_grace_s,
+            started=started,
+        )
+        return await run.execute(on_start)
+    finally:
+        if scratch is not None:
+            _remove_tree(scratch)
+
+
+class _Capture(asyncio.Protocol):
+    """Collects one output pipe without ever holding more than ``limit`` bytes.
+
+    ``keep_tail`` keeps the last ``limit`` bytes; otherwise the first ``limit`` bytes are
+    kept, anything further is dropped and ``overflow`` resolves.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int, *, keep_tail: bool) -> None:
+        self.data = bytearray()
+        self.limit = limit
+        self.keep_tail = keep_tail
+        self.overflow: asyncio.Future[None] = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def data_received(self, data: bytes) -> None:
+        if self.keep_tail:
+            if len(data) >= self.limit:
+                self.data[:] = data[len(data) - self.limit :]
+            else:
+                self.data += data
+                del self.data[: max(0, len(self.data) - self.limit)]
+            return
+        room = self.limit - len(self.data)
+        if len(data) <= room:
+            self.data += data
+            return
+        self.data += data[:room]
+        if not self.overflow.done():
+            self.overflow.set_result(None)
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class _Feed(asyncio.BaseProtocol):
+    """Protocol of the stdin pipe.
+
+    A child that exits (or closes stdin) without reading everything makes the transport
+    close with BrokenPipeError; that is normal for a CLI, so the error is deliberately ignored.
+    """
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        return None
+
+
+class _ProcessTree:
+    """Everything the child started, and the means to end it."""
+
+    def __init__(self, pid: int) -> None:
+        # start_new_session makes the child the leader of a group whose id is its pid.
+        self.pgid = pid
+        self.known: dict[int, psutil.Process] = {}
+        self.root: psutil.Process | None = None
+        with contextlib.suppress(psutil.Error):
+            self.root = psutil.Process(pid)
+
+    def record_descendants(self) -> None:
+        if self.root is None:
+            return
+        try:
+            descendants = self.root.children(recursive=True)
+        except psutil.Error:
+            return
+        for proc in descendants:
+            # psutil.Process remembers the creation time, so a stale entry for a reused pid
+            # is replaced here and is never signalled by mistake.
+            self.known[proc.pid] = proc
+
+    def members(self) -> list[psutil.Process]:
+        candidates = [*self.known.values(), *_group_members(self.pgid)]
+        if self.root is not None:
+            candidates.append(self.root)
+        unique = {(p.pid, _create_time(p)): p for p in candidates}
+        return [p for p in unique.values() if _alive(p)]
+
+    async def kill(self, grace_s: float) -> None:
+        # Collect before signalling: once a parent dies its children are reparented and no
+        # longer show up as descendants of the root.
+        self.record_descendants()
+        await _terminate(self.members(), grace_s, pgid=self.pgid)
+
+
+class _Run:
+    def __init__(
+        self,
+        *,
+        argv: list[str],
+        stdin: bytes,
+        env: dict[str, str],
+        cwd: str | os.PathLike[str] | None,
+        timeout_s: float,
+        max_stdout: int,
+        max_stderr: int,
+        kill_grace_s: float,
+        started: float,
+    ) -> None:
+        self.argv = argv
+        self.stdin = stdin
+        self.env = env
+        self.cwd = cwd
+        self.timeout_s = timeout_s
+        self.max_stdout = max_stdout
+        self.max_stderr = max_stderr
+        self.kill_grace_s = kill_grace_s
+        self.started = started
+        self.pipe_inodes: set[int] = set()
+        self.left_behind = False
+
+    async def execute(self, on_start: Callable[[int], None] | None) -> ProcessResult:
+        if not self.argv:
+            return _not_started(self.started, "empty argv: nothing to run")
+        loop = asyncio.get_running_loop()
+
+        # The child's ends are closed in the parent right after the spawn; the parent's
+        # ends are closed by their transports, or below if they never get one.
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        self.pipe_inodes = {os.fstat(fd).st_ino for fd in (in_w, out_r, err_r)}
+        stdin_file = open(in_w, "wb", buffering=0)  # noqa: SIM115
+        stdout_file = open(out_r, "rb", buffering=0)  # noqa: SIM115
+        stderr_file = open(err_r, "rb", buffering=0)  # noqa: SIM115
+        loose_files: list[BinaryIO] = [stdin_file, stdout_file, stderr_file]
+        try:
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *self.argv,
+                    stdin=in_r,
+                    stdout=out_w,
+                    stderr=err_w,
+                    env=self.env,
+                    cwd=self.cwd,
+                    start_new_session=True,
+                )
+            finally:
+                for fd in (in_r, out_w, err_w):
+                    os.close(fd)
+        except (OSError, ValueError) as exc:
+            for f in loose_files:
+                f.close()
+            return _not_started(self.started, _spawn_detail(exc, self.argv[0], self.cwd))
+        except BaseException:
+            for f in loose_files:
+                f.close()
+            raise
+
+        tree = _ProcessTree(proc.pid)
+        out = _Capture(loop, self.max_stdout, keep_tail=False)
+        err = _Capture(loop, self.max_stderr, keep_tail=True)
+        out_transport: asyncio.ReadTransport | None = None
+        err_transport: asyncio.ReadTransport | None = None
+        in_transport: asyncio.WriteTransport | None = None
+        tracker: asyncio.Task[None] | None = None
+        exited: asyncio.Task[int] | None = None
+        try:
+            out_transport, _ = await loop.connect_read_pipe(lambda: out, stdout_file)
+            loose_files.remove(stdout_file)
+            err_transport, _ = await loop.connect_read_pipe(lambda: err, stderr_file)
+            loose_files.remove(stderr_file)
+            in_transport, _ = await loop.connect_write_pipe(_Feed, stdin_file)
+            loose_files.remove(stdin_file)
+            # The transport writes whatever the pipe accepts as the child reads, interleaved
+            # with reading its output, and closes stdin once everything is written.
+            in_transport.write(self.stdin)
+            in_transport.close()
+            if on_start is not None:
+                on_start(proc.pid)
+
+            tracker = asyncio.create_task(_track(tree))
+            exited = asyncio.create_task(proc.wait())
+            outcome, detail, exit_code = await self._supervise(proc, exited, out, err)
+            tracker.cancel()
+            await self._finish(tree, out, err)
+            if exited is not None and not exited.done():
+                await asyncio.wait({exited}, timeout=_KILL_CONFIRM_S)
+            if self.left_behind:
+                detail += "; leftover processes held the output open and were killed"
+            return ProcessResult(
+                outcome=outcome,
+                exit_code=exit_code,
+                stdout=bytes(out.data),
+                stderr=bytes(err.data),
+                elapsed_s=time.monotonic() - self.started,
+                detail=detail,
+                pid=proc.pid,
+            )
+        except BaseException:
+            # Cancelled, or on_start raised: the caller gets the exception, but only after
+            # the processes are gone.
+            if tracker is not None:
+                tracker.cancel()
+            await self._finish(tree, out, err)
+            raise
+        finally:
+            if tracker is not None:
+                tracker.cancel()
+            if exited is not None and not exited.done():
+                exited.cancel()
+            for transport in (out_transport, err_transport):
+                if transport is not None:
+                    transport.close()
+            if in_transport is not None and (
+                not in_transport.is_closing() or in_transport.get_write_buffer_size() > 0
+            ):
+                # Unwritten input would otherwise keep the transport open for good.
+                in_transport.abort()
+            for f in loose_files:
+                f.close()
+
+    async def _supervise(
+        self,
+        proc: asyncio.subprocess.Process,
+        exited: asyncio.Task[int],
+        out: _Capture,
+        err: _Capture,
+    ) -> tuple[Outcome, str, int | None]:
+        """Wait for the event that ends the run; the caller then kills what is left."""
+        deadline = self.started + self.timeout_s
+        await _wait_any([exited, out.overflow], deadline - time.monotonic())
+
+        if out.overflow.done():
+            return "too_large", self._too_large_detail(), proc.returncode
+        if not exited.done():
+            detail = f"timed out after {float(self.timeout_s)} s; process tree killed"
+            return "timeout", detail, None
+
+        code = exited.result()
+        # The child is gone but a helper may still be writing into the inherited pipes.
+        drain_end = time.monotonic() + _EXIT_DRAIN_S
+        while not (out.closed.done() and err.closed.done()) and not out.overflow.done():
+            left = drain_end - time.monotonic()
+            if left <= 0:
+                self.left_behind = True
+                break
+            await _wait_any([out.closed, err.closed, out.overflow], left)
+        if out.overflow.done():
+            return "too_large", self._too_large_detail(), code
+        if code == 0:
+            return "ok", "exited 0", code
+        return "exit_nonzero", _exit_detail(code), code
+
+    def _too_large_detail(self) -> str:
+        return f"stdout exceeded {self.max_stdout} bytes; process tree killed"
+
+    async def _finish(self, tree: _ProcessTree, out: _Capture, err: _Capture) -> None:
+        """Make sure nothing from the run survives, whatever the outcome."""
+        await tree.kill(self.kill_grace_s)
+        pipes = [out.closed, err.closed]
+        if await _all_done(pipes, _POST_KILL_DRAIN_S):
+            return
+        # Something outside the process tree (it left the session, and its parent died before
+        # we saw it) still holds our pipes. Holding them is proof enough it is ours.
+        holders = _pipe_holders(self.pipe_inodes)
+        if holders:
+            self.left_behind = True
+            await _terminate(holders, self.kill_grace_s, pgid=None)
+            await _all_done(pipes, _POST_KILL_DRAIN_S)
+
+
+async def _track(tree: _ProcessTree) -> None:
+    while True:
+        await asyncio.sleep(_TRACK_INTERVAL_S)
+        tree.record_descendants()
+        if tree.root is None or not _alive(tree.root):
+            return
+
+
+async def _terminate(procs: list[psutil.Process], grace_s: float, *, pgid: int | None) -> None:
+    """SIGTERM, up to ``grace_s`` to comply, then SIGKILL for whatever is left."""
+    _signal_all(procs, signal.SIGTERM, pgid)
+    try:
+        await _wait_gone(procs, grace_s)
+    finally:
+        # Also reached when cancelled during the grace period: a second cancellation must
+        # not leave the tree running.
+        _signal_all(procs, signal.SIGKILL, pgid)
+    await _wait_gone(procs, _KILL_CONFIRM_S)
+
+
+def _signal_all(procs: Iterable[psutil.Process], sig: signal.Signals, pgid: int | None) -> None:
+    if pgid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.send_signal(sig)
+
+
+async def _wait_gone(procs: list[psutil.Process], timeout_s: float) -> None:
+    end = time.monotonic() + timeout_s
+    while any(_alive(p) for p in procs) and time.monotonic() < end:
+        await asyncio.sleep(_POLL_S)
+
+
+def _alive(proc: psutil.Process) -> bool:
+    # A zombie has released everything; it only waits for its parent (or init) to reap it.
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _create_time(proc: psutil.Process) -> float:
+    try:
+        return proc.create_time()
+    except psutil.Error:
+        return 0.0
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    members: list[psutil.Process] = []
+    for pid in psutil.pids():
+        try:
+            if os.getpgid(pid) == pgid:
+                members.append(psutil.Process(pid))
+        except (OSError, psutil.Error):
+            continue
+    return members
+
+
+def _pipe_holders(inodes: set[int]) -> list[psutil.Process]:
+    """Processes other than us with any of the given pipes open (Linux ``/proc`` only)."""
+    if not sys.platform.startswith("linux") or not inodes:
+        return []
+    wanted = {f"pipe:[{inode}]" for inode in inodes}
+    me = os.getpid()
+    holders: list[psutil.Process] = []
+    for pid in psutil.pids():
+        if pid == me:
+            continue
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"{fd_dir}/{fd}")
+            except OSError:
+                continue
+            if target in wanted:
+                with contextlib.suppress(psutil.Error):
+                    holders.append(psutil.Process(pid))
+                break
+    return holders
+
+
+async def _wait_any(futures: Iterable[asyncio.Future[Any]], timeout_s: float) -> None:
+    pending = [f for f in futures if not f.done()]
+    if pending and timeout_s > 0:
+        await asyncio.wait(pending, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+
+
+async def _all_done(futures: list[asyncio.Future[None]], timeout_s: float) -> bool:
+    pending = [f for f in futures if not f.done()]
+    if pending:
+        await asyncio.wait(pending, timeout=timeout_s)
+    return all(f.done() for f in futures)
+
+
+def _exit_detail(code: int) -> str:
+    if code >= 0:
+        return f"exited {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"killed by {name}"
+
+
+def _spawn_detail(
+    exc: OSError | ValueError, program: str, cwd: str | os.PathLike[str] | None
+) -> str:
+    if isinstance(exc, ValueError):
+        return f"invalid command line or environment: {exc}"
+    if cwd is not None and exc.filename is not None and os.fspath(exc.filename) == os.fspath(cwd):
+        return f"working directory unusable: {os.fspath(cwd)} ({exc.strerror})"
+    if isinstance(exc, FileNotFoundError):
+        return f"executable not found: {program}"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {program}"
+    return f"could not start {program}: {exc.strerror or exc}"
+
+
+def _not_started(started: float, detail: str) -> ProcessResult:
+    return ProcessResult(
+        outcome="spawn_error",
+        exit_code=None,
+        stdout=b"",
+        stderr=b"",
+        elapsed_s=time.monotonic() - started,
+        detail=detail,
+        pid=None,
+    )
+
+
+def _remove_tree(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return
+    # The child may have left directories it made unreadable or unwritable. They are ours,
+    # so open them up and try again; symlinks are skipped so nothing outside is touched.
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+    for root, dirs, _files in os.walk(path):
+        for name in dirs:
+            sub = os.path.join(root, name)
+            if not os.path.islink(sub):
+                with contextlib.suppress(OSError):
+                    os.chmod(sub, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
