@@ -36,7 +36,7 @@ def install_fake(
     script.write_text(
         "#!/bin/sh\n"
         f'if [ "$1" = "--version" ]; then echo "{name} {version}"; exit 0; fi\n'
-        f"{exports} exec {shlex.quote(sys.executable)} -S {shlex.quote(str(FAKE_CLI))} \"$@\"\n",
+        f'{exports} exec {shlex.quote(sys.executable)} -S {shlex.quote(str(FAKE_CLI))} "$@"\n',
         encoding="utf-8",
     )
     script.chmod(0o755)
