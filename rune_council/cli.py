@@ -40,12 +40,14 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 council_app = typer.Typer(
     cls=_CouncilGroup,
     help='Convene a council: rune council "<question>" [options], or a subcommand.',
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 app.add_typer(council_app, name="council")
 
@@ -69,7 +71,13 @@ def _progress(result: CouncilResult, event: RunEvent) -> None:
 
 @council_app.command("run", help="Ask the council a question (the default command).")
 def run_command(
-    question: Annotated[str, typer.Argument(help="The question the council should answer.")],
+    question: Annotated[
+        str,
+        typer.Argument(
+            help="The question. '-' reads it from stdin, which keeps it out of this "
+            "process's own command line (visible to other local users in ps)."
+        ),
+    ],
     mode: Annotated[
         str, typer.Option(help="critique | review | judge (generate is not served).")
     ] = "judge",
@@ -107,6 +115,8 @@ def run_command(
     from .runtimes.subagent import CommandRuntime
 
     where = RuneDir.resolve(rune_dir)
+    if question == "-":
+        question = sys.stdin.read().strip()
     try:
         config = load_config(where)
         command = subagent_cmd or config.subagent_command
@@ -123,7 +133,8 @@ def run_command(
             "diversity": {"prefer_model_families": prefer or []},
         }
         if artifact is not None:
-            request["artifact"] = {"name": artifact.name, "path": str(artifact)}
+            # Absolute, so the run file still says which file it was from anywhere.
+            request["artifact"] = {"name": artifact.name, "path": str(artifact.absolute())}
         result = convene(
             request,
             subagent=subagent,

@@ -287,7 +287,7 @@ def _finish(
     result.notes.extend(verdict.notes)
     result.voices_valid = sum(1 for v in result.voices if v.status == "complete")
     report = result.runtime_report
-    report.used = sorted({v.runtime for v in result.voices if v.attempts})
+    report.used = sorted({a.runtime for v in result.voices for a in v.attempts})
     report.degraded_to_subagent = [v.id for v in result.voices if v.is_fallback]
     result.status = "complete"
     result.finished_at = now()

@@ -174,3 +174,19 @@ def test_help_documents_every_option() -> None:
     assert result.exit_code == 0
     for option in ("--mode", "--n", "--artifact", "--timeout", "--id", "--subagent-cmd", "--json"):
         assert option in result.output
+
+
+def test_question_from_stdin_keeps_it_out_of_argv(tmp_path: Path) -> None:
+    fakes(tmp_path)
+    env = {"PATH": path_with(tmp_path / "bin"), "HOME": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-m", "rune_council.cli", "council", "-", "--json", "--id", "stdin"],
+        cwd=tmp_path,
+        env=env,
+        input=Q + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["question"] == Q

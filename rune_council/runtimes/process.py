@@ -148,9 +148,6 @@ class _Capture(asyncio.Protocol):
         if not self.overflow.done():
             self.overflow.set_result(None)
 
-    def eof_received(self) -> bool | None:
-        return None
-
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed.done():
             self.closed.set_result(None)
@@ -227,7 +224,7 @@ class _Run:
         self.max_stderr = max_stderr
         self.kill_grace_s = kill_grace_s
         self.started = started
-        self.pipe_inodes: set[int] = set()
+        self.output_inodes: set[int] = set()
         self.left_behind = False
 
     async def execute(self, on_start: Callable[[int], None] | None) -> ProcessResult:
@@ -240,7 +237,7 @@ class _Run:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        self.pipe_inodes = {os.fstat(fd).st_ino for fd in (in_w, out_r, err_r)}
+        self.output_inodes = {os.fstat(fd).st_ino for fd in (out_r, err_r)}
         stdin_file = open(in_w, "wb", buffering=0)  # noqa: SIM115
         stdout_file = open(out_r, "rb", buffering=0)  # noqa: SIM115
         stderr_file = open(err_r, "rb", buffering=0)  # noqa: SIM115
@@ -293,9 +290,8 @@ class _Run:
             tracker = asyncio.create_task(_track(tree))
             exited = asyncio.create_task(proc.wait())
             outcome, detail, exit_code = await self._supervise(proc, exited, out, err)
-            tracker.cancel()
             await self._finish(tree, out, err)
-            if exited is not None and not exited.done():
+            if not exited.done():
                 await asyncio.wait({exited}, timeout=_KILL_CONFIRM_S)
             if self.left_behind:
                 detail += "; leftover processes held the output open and were killed"
@@ -311,8 +307,6 @@ class _Run:
         except BaseException:
             # Cancelled, or on_start raised: the caller gets the exception, but only after
             # the processes are gone.
-            if tracker is not None:
-                tracker.cancel()
             await self._finish(tree, out, err)
             raise
         finally:
@@ -374,7 +368,7 @@ class _Run:
             return
         # Something outside the process tree (it left the session, and its parent died before
         # we saw it) still holds our pipes. Holding them is proof enough it is ours.
-        holders = _pipe_holders(self.pipe_inodes)
+        holders = _pipe_writers(self.output_inodes)
         if holders:
             self.left_behind = True
             await _terminate(holders, self.kill_grace_s, pgid=None)
@@ -442,31 +436,41 @@ def _group_members(pgid: int) -> list[psutil.Process]:
     return members
 
 
-def _pipe_holders(inodes: set[int]) -> list[psutil.Process]:
-    """Processes other than us with any of the given pipes open (Linux ``/proc`` only)."""
+def _pipe_writers(inodes: set[int]) -> list[psutil.Process]:
+    """Processes other than us that can write into any of the given pipes (Linux only).
+
+    Only write ends count: a process that merely inherited a read end (say, a worker forked
+    from this program) cannot keep the pipe from reaching end-of-file and is none of ours.
+    """
     if not sys.platform.startswith("linux") or not inodes:
         return []
     wanted = {f"pipe:[{inode}]" for inode in inodes}
     me = os.getpid()
-    holders: list[psutil.Process] = []
+    writers: list[psutil.Process] = []
     for pid in psutil.pids():
         if pid == me:
             continue
-        fd_dir = f"/proc/{pid}/fd"
         try:
-            fds = os.listdir(fd_dir)
+            fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:
             continue
-        for fd in fds:
-            try:
-                target = os.readlink(f"{fd_dir}/{fd}")
-            except OSError:
-                continue
-            if target in wanted:
-                with contextlib.suppress(psutil.Error):
-                    holders.append(psutil.Process(pid))
-                break
-    return holders
+        if any(_is_pipe_writer(pid, fd, wanted) for fd in fds):
+            with contextlib.suppress(psutil.Error):
+                writers.append(psutil.Process(pid))
+    return writers
+
+
+def _is_pipe_writer(pid: int, fd: str, wanted: set[str]) -> bool:
+    try:
+        if os.readlink(f"/proc/{pid}/fd/{fd}") not in wanted:
+            return False
+        with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as info:
+            for line in info:
+                if line.startswith("flags:"):
+                    return int(line.split()[1], 8) & os.O_ACCMODE != os.O_RDONLY
+    except (OSError, ValueError):
+        pass
+    return False
 
 
 async def _wait_any(futures: Iterable[asyncio.Future[Any]], timeout_s: float) -> None:

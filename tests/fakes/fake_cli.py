@@ -1,0 +1,238 @@
+"""A stand-in for an AI CLI (claude, codex, gemini), run as a real subprocess in tests.
+
+Run it as ``[sys.executable, "-S", path/to/fake_cli.py]``. It imports only the standard
+library so ``-S`` (no site-packages) works and start-up stays fast. All behaviour comes from
+environment variables, because the code under test passes an exact environment and keeps the
+prompt on stdin; arguments are accepted and ignored.
+
+FAKE_MODE (default ``answer``):
+    answer           read all of stdin, sleep FAKE_SLEEP_S (default 0), print the answer, exit
+                     with FAKE_EXIT_CODE (default 0)
+    echo_stdin       like ``answer``, but the answer is the text received on stdin
+    silent           read all of stdin, print nothing, exit with FAKE_EXIT_CODE (default 0)
+    sleep            do not read stdin; sleep FAKE_SLEEP_S (default 3600), then exit with
+                     FAKE_EXIT_CODE (default 0)
+    exit_code        do not read stdin; exit at once with FAKE_EXIT_CODE (default 0)
+    crash            read all of stdin, then die of an uncaught exception (traceback on
+                     stderr, exit code 1)
+    die_mid_answer   read all of stdin, write the first half of the formatted answer, then
+                     kill itself with SIGKILL
+    garbage          read all of stdin, write bytes that are neither UTF-8 nor JSON, exit 0
+    flood            do not read stdin; write FAKE_FLOOD_BYTES (default 100 MB) to the stream
+                     named by FAKE_FLOOD_STREAM (``stdout`` default, or ``stderr``), then print
+                     FAKE_ANSWER to that same stream and exit 0
+    slow_stdin       read stdin 4 KiB at a time, sleeping 1 ms and writing 8 KiB to stdout and
+                     1 KiB to stderr after each read, then print the answer; a caller that
+                     writes the whole prompt before reading anything deadlocks on this one
+    ignore_sigterm   ignore SIGTERM, do not read stdin, sleep FAKE_SLEEP_S (default 3600)
+    fork_grandchild  fork a grandchild that sleeps FAKE_GRANDCHILD_SLEEP_S (default 3600)
+                     while holding stdout/stderr open, then behave like ``answer``
+                     (FAKE_SLEEP_S delays the answer, so a long one makes the child hang too)
+
+Other variables:
+    FAKE_ANSWER             answer text (default ``fake answer``)
+    FAKE_ANSWER_FILE        read the answer text from this file instead (UTF-8)
+    FAKE_FORMAT             ``text`` (default): the answer and a newline
+                            ``claude-json``: {"type": "result", "result": ANSWER, "is_error": false}
+                            ``codex-jsonl``: a few JSONL events ending with
+                              {"type": "item.completed",
+                               "item": {"type": "agent_message", "text": ANSWER}}
+                            ``gemini-json``: {"response": ANSWER}
+    FAKE_SLEEP_S            seconds to sleep, see the modes
+    FAKE_EXIT_CODE          exit code, see the modes
+    FAKE_FLOOD_BYTES        how many bytes ``flood`` writes
+    FAKE_FLOOD_STREAM       ``stdout`` or ``stderr``
+    FAKE_PID_FILE           append ``child <pid>`` (and ``grandchild <pid>`` when forking) lines
+                            to this file, first thing, so a test can check they are gone
+    FAKE_STDIN_COPY         write the bytes received on stdin to this file
+    FAKE_IGNORE_SIGTERM     ``1``: ignore SIGTERM in the child and any grandchild
+    FAKE_GRANDCHILD_SETSID  ``1``: the grandchild calls setsid(), leaving the process group
+    FAKE_GRANDCHILD_CLOSE_STDIO
+                            ``1``: the grandchild closes stdin/stdout/stderr, like a daemon
+    FAKE_GRANDCHILD_SLEEP_S how long the grandchild sleeps
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+_CHUNK = 4096
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def _answer_text() -> str:
+    path = os.environ.get("FAKE_ANSWER_FILE")
+    if path:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    return _env("FAKE_ANSWER", "fake answer")
+
+
+def _format(answer: str) -> bytes:
+    fmt = _env("FAKE_FORMAT", "text")
+    if fmt == "text":
+        return (answer + "\n").encode("utf-8", "surrogateescape")
+    if fmt == "claude-json":
+        doc = {"type": "result", "subtype": "success", "is_error": False, "result": answer}
+        return (json.dumps(doc) + "\n").encode()
+    if fmt == "codex-jsonl":
+        events = [
+            {"type": "thread.started", "thread_id": "fake-thread"},
+            {"type": "turn.started"},
+            {
+                "type": "item.completed",
+                "item": {"id": "item_0", "type": "reasoning", "text": "thinking"},
+            },
+            {
+                "type": "item.completed",
+                "item": {"id": "item_1", "type": "agent_message", "text": answer},
+            },
+        ]
+        return "".join(json.dumps(e) + "\n" for e in events).encode()
+    if fmt == "gemini-json":
+        return (json.dumps({"response": answer}) + "\n").encode()
+    sys.stderr.write(f"fake_cli: unknown FAKE_FORMAT {fmt!r}\n")
+    sys.exit(64)
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _record_pid(role: str, pid: int) -> None:
+    path = os.environ.get("FAKE_PID_FILE")
+    if path:
+        # One O_APPEND write per line keeps concurrent writers from interleaving.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, f"{role} {pid}\n".encode())
+        finally:
+            os.close(fd)
+
+
+def _read_stdin() -> bytes:
+    data = sys.stdin.buffer.read()
+    _keep_stdin_copy(data)
+    return data
+
+
+def _keep_stdin_copy(data: bytes) -> None:
+    path = os.environ.get("FAKE_STDIN_COPY")
+    if path:
+        with open(path, "wb") as fh:
+            fh.write(data)
+
+
+def _sleep(default: str) -> None:
+    time.sleep(float(_env("FAKE_SLEEP_S", default)))
+
+
+def _exit_code() -> int:
+    return int(_env("FAKE_EXIT_CODE", "0"))
+
+
+def _fork_grandchild() -> None:
+    pid = os.fork()
+    if pid:
+        _record_pid("grandchild", pid)
+        return
+    try:
+        if _env("FAKE_GRANDCHILD_SETSID", "") == "1":
+            os.setsid()
+        if _env("FAKE_GRANDCHILD_CLOSE_STDIO", "") == "1":
+            for fd in (0, 1, 2):
+                os.close(fd)
+        time.sleep(float(_env("FAKE_GRANDCHILD_SLEEP_S", "3600")))
+    finally:
+        os._exit(0)
+
+
+def _flood() -> None:
+    fd = 2 if _env("FAKE_FLOOD_STREAM", "stdout") == "stderr" else 1
+    remaining = int(_env("FAKE_FLOOD_BYTES", str(100 * 1000 * 1000)))
+    block = b"x" * 65536
+    while remaining > 0:
+        piece = block[:remaining]
+        _write(fd, piece)
+        remaining -= len(piece)
+    _write(fd, _format(_answer_text()))
+
+
+def _slow_stdin() -> None:
+    received = bytearray()
+    out_block = b"o" * 8192
+    err_block = b"e" * 1024
+    while True:
+        chunk = os.read(0, _CHUNK)
+        if not chunk:
+            break
+        received += chunk
+        _write(1, out_block)
+        _write(2, err_block)
+        time.sleep(0.001)
+    _keep_stdin_copy(bytes(received))
+    _write(1, _format(_answer_text()))
+
+
+def main() -> int:
+    mode = _env("FAKE_MODE", "answer")
+    _record_pid("child", os.getpid())
+    if _env("FAKE_IGNORE_SIGTERM", "") == "1" or mode == "ignore_sigterm":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    if mode == "fork_grandchild":
+        _fork_grandchild()
+        mode = "answer"
+
+    if mode in ("answer", "echo_stdin"):
+        received = _read_stdin()
+        _sleep("0")
+        if mode == "echo_stdin":
+            answer = received.decode("utf-8", "surrogateescape")
+        else:
+            answer = _answer_text()
+        _write(1, _format(answer))
+        return _exit_code()
+    if mode == "silent":
+        _read_stdin()
+        return _exit_code()
+    if mode == "sleep":
+        _sleep("3600")
+        return _exit_code()
+    if mode == "ignore_sigterm":
+        _sleep("3600")
+        return 0
+    if mode == "exit_code":
+        return _exit_code()
+    if mode == "crash":
+        _read_stdin()
+        raise RuntimeError("fake_cli crashed on purpose")
+    if mode == "die_mid_answer":
+        _read_stdin()
+        formatted = _format(_answer_text())
+        _write(1, formatted[: max(1, len(formatted) // 2)])
+        os.kill(os.getpid(), signal.SIGKILL)
+        return 0  # not reached
+    if mode == "garbage":
+        _read_stdin()
+        _write(1, b"\x00\xff\xfe{{not json\x80\x81 <<>> \xc3\x28 ]]}\n")
+        return 0
+    if mode == "flood":
+        _flood()
+        return 0
+    if mode == "slow_stdin":
+        _slow_stdin()
+        return 0
+    sys.stderr.write(f"fake_cli: unknown FAKE_MODE {mode!r}\n")
+    return 64
+
+
+if __name__ == "__main__":
+    sys.exit(main())
