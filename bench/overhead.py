@@ -423,14 +423,14 @@ def measure(repeats: int) -> None:
             s["help"],
             "slow: see import breakdown"
             if s["help"].values and s["help"].median > 0.3
-            else "rich-rendered help",
+            else "cold start, as shipped",
         )
     )
     print(
         fmt_row(
             f"{Path(help_command()[0]).name} --help, TYPER_USE_RICH=0",
             s["help_plain"],
-            f"plain help: rich costs ~{ms(s['help'].median - s['help_plain'].median):.0f} ms"
+            f"rich disabled: {ms(s['help'].median - s['help_plain'].median):+.0f} ms vs shipped"
             if s["help"].values and s["help_plain"].values
             else "",
         )
