@@ -190,3 +190,42 @@ def test_question_from_stdin_keeps_it_out_of_argv(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["question"] == Q
+
+
+def test_ctrl_c_kills_every_voice_and_records_a_cancelled_run(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    import psutil
+
+    install_fake(tmp_path / "bin", "claude", answer=answer(Q, "NO", []))
+    install_fake(
+        tmp_path / "bin",
+        "codex",
+        answer=answer(Q, "NO", []),
+        mode="ignore_sigterm",
+        pid_file=tmp_path / "pids",
+    )
+    env = {"PATH": path_with(tmp_path / "bin"), "HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rune_council.cli", "council", Q, "--n", "2", "--id", "sig"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "pids").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "cancelled" in err and "Traceback" not in err
+    doc = json.loads((tmp_path / ".rune" / "council" / "run-sig.json").read_text())
+    assert doc["status"] == "cancelled"
+    assert doc["voices"][0]["status"] == "complete"
+    assert doc["voices"][1]["status"] == "dropped"
+    pid = int((tmp_path / "pids").read_text().split()[1])
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
