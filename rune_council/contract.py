@@ -34,6 +34,7 @@ AttemptOutcome = Literal[
     "ok", "exit_nonzero", "timeout", "too_large", "spawn_error", "cancelled", "error_reported"
 ]
 RunStatus = Literal["running", "complete", "cancelled", "failed"]
+SlotOutcome = Literal["held", "framing-sensitive", "no-counterclaims", "countered", "not-evaluable"]
 DissentLabel = Literal[
     "disagreement",
     "unverified",
@@ -262,7 +263,7 @@ class SlotCheck(_Strict):
     voice_id: str | None = None
     reserved: bool
     dispatched: bool = False
-    outcome: Literal["held", "framing-sensitive", "no-counterclaims", "countered", "not-evaluable"]
+    outcome: SlotOutcome
     detail: str = ""
 
 

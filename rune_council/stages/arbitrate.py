@@ -19,6 +19,7 @@ from ..contract import (
     DissentEntry,
     Severity,
     SlotCheck,
+    SlotOutcome,
     Voice,
 )
 from .normalize import NearVerbatim
@@ -76,46 +77,38 @@ def _why_not_consensus(members: list[Claim], voices: dict[str, Voice], stamp: De
     return "unverified agreement: " + "; ".join(reasons)
 
 
+def _slot_check(slot: Voice, outcome: SlotOutcome, detail: str) -> SlotCheck:
+    return SlotCheck(
+        voice_id=slot.id,
+        reserved=True,
+        dispatched=bool(slot.attempts),
+        outcome=outcome,
+        detail=detail,
+    )
+
+
+_CLEAR = ("yes", "no", "mixed")
+
+
 def _perturbation_check(valid: list[Voice], allocated: list[Voice]) -> SlotCheck:
     slot = next((v for v in allocated if v.slot_role == "perturbation"), None)
     if slot is None:
         return SlotCheck(reserved=False, outcome="not-evaluable", detail="no slot reserved")
-    dispatched = bool(slot.attempts)
     if slot.status != "complete":
-        return SlotCheck(
-            voice_id=slot.id,
-            reserved=True,
-            dispatched=dispatched,
-            outcome="not-evaluable",
-            detail="the perturbation voice did not pass",
-        )
-    standard = [
-        v for v in valid if v.slot_role == "standard" and v.position in ("yes", "no", "mixed")
-    ]
-    if not standard or slot.position not in ("yes", "no", "mixed"):
-        return SlotCheck(
-            voice_id=slot.id,
-            reserved=True,
-            dispatched=dispatched,
-            outcome="not-evaluable",
-            detail="no clear YES/NO/MIXED position to compare across framings",
+        return _slot_check(slot, "not-evaluable", "the perturbation voice did not pass")
+    standard = [v for v in valid if v.slot_role == "standard" and v.position in _CLEAR]
+    if not standard or slot.position not in _CLEAR:
+        return _slot_check(
+            slot, "not-evaluable", "no clear YES/NO/MIXED position to compare across framings"
         )
     baseline: str = Counter(v.position or "unclear" for v in standard).most_common(1)[0][0]
     if slot.position == baseline:
-        return SlotCheck(
-            voice_id=slot.id,
-            reserved=True,
-            dispatched=dispatched,
-            outcome="held",
-            detail=f"inverted framing still concluded {baseline.upper()}",
-        )
-    return SlotCheck(
-        voice_id=slot.id,
-        reserved=True,
-        dispatched=dispatched,
-        outcome="framing-sensitive",
-        detail=f"standard reading {baseline.upper()} "
-        f"({', '.join(v.id for v in standard if v.position == baseline)}), "
+        return _slot_check(slot, "held", f"inverted framing still concluded {baseline.upper()}")
+    agreeing = ", ".join(v.id for v in standard if v.position == baseline)
+    return _slot_check(
+        slot,
+        "framing-sensitive",
+        f"standard reading {baseline.upper()} ({agreeing}), "
         f"inverted framing {(slot.position or 'unclear').upper()} ({slot.id})",
     )
 
@@ -126,33 +119,24 @@ def _devils_check(
     slot = next((v for v in allocated if v.slot_role == "devils_advocate"), None)
     if slot is None:
         return None
-    dispatched = bool(slot.attempts)
     if slot.status != "complete":
-        return SlotCheck(
-            voice_id=slot.id,
-            reserved=True,
-            dispatched=dispatched,
-            outcome="not-evaluable",
-            detail="the devil's advocate did not pass",
-        )
+        return _slot_check(slot, "not-evaluable", "the devil's advocate did not pass")
     others = [v.position for v in valid if v.id != slot.id and v.position in ("yes", "no")]
     majority = Counter(others).most_common(1)[0][0] if others else None
-    in_conflict = any(c.conflicting and slot.id in c.voice_ids for c in clusters)
-    if not slot.claims or (slot.position == majority and not in_conflict):
-        return SlotCheck(
-            voice_id=slot.id,
-            reserved=True,
-            dispatched=dispatched,
-            outcome="no-counterclaims",
-            detail="the forming majority held under a mandated attack",
+    # A counter is a claim nobody else made, a claim opposed to another voice's, or a
+    # YES/NO against the forming majority; claims the others share are not counters.
+    counters = [
+        c for c in clusters if slot.id in c.voice_ids and (len(c.voice_ids) == 1 or c.conflicting)
+    ]
+    against = majority is not None and slot.position in ("yes", "no") and slot.position != majority
+    if not counters and not against:
+        return _slot_check(
+            slot, "no-counterclaims", "the forming majority held under a mandated attack"
         )
-    return SlotCheck(
-        voice_id=slot.id,
-        reserved=True,
-        dispatched=dispatched,
-        outcome="countered",
-        detail=f"{len(slot.claims)} counter-claim(s), listed in dissent",
-    )
+    parts = [f"{len(counters)} counter-claim(s) in dissent"] if counters else []
+    if against:
+        parts.append(f"concluded {str(slot.position).upper()} against the majority")
+    return _slot_check(slot, "countered", "; ".join(parts))
 
 
 def arbitrate(
