@@ -229,3 +229,13 @@ def test_ref_parsing_understands_common_spellings() -> None:
     assert parse_ref("docs/plan.md#L3-L5", "plan.md").end == 5
     assert parse_ref("line 4", "plan.md").target == "@artifact"
     assert parse_ref("OrderRouter.route", "plan.md").start is None
+
+
+def test_devils_advocate_concluding_against_the_majority_counts_as_a_counter() -> None:
+    a = gated_voice("v1", "anthropic", answer(Q, "YES", []))
+    b = gated_voice("v2", "openai", answer(Q, "YES", []), role="perturbation")
+    c = gated_voice("v3", "google", answer(Q, "NO, it is premature", []), role="devils_advocate")
+    _, verdict = run([a, b, c])
+    assert verdict.checks.devils_advocate is not None
+    assert verdict.checks.devils_advocate.outcome == "countered"
+    assert "against the majority" in verdict.checks.devils_advocate.detail
