@@ -1,10 +1,4 @@
-"""``rune``: a thin command line over the library.
-
-Heavy modules (pydantic, the stages) are imported inside the commands so ``rune --help``
-starts fast. Exit codes: 0 a result with at least one valid voice; 1 nothing could be
-gathered (no voice passed); 2 bad input (a malformed request, an unusable option, a mode
-that is not served); 70 an internal error; 130 cancelled.
-"""
+"""``rune council "<question>"`` and ``rune council detect``."""
 
 from __future__ import annotations
 
@@ -14,47 +8,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+
+from .app import (
+    EXIT_BAD_INPUT,
+    EXIT_CANCELLED,
+    EXIT_NOTHING_GATHERED,
+    council_app,
+    fail,
+)
 
 if TYPE_CHECKING:
-    from .contract import CouncilResult, RunEvent
-
-EXIT_OK = 0
-EXIT_NOTHING_GATHERED = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERNAL = 70
-EXIT_CANCELLED = 130
-
-
-class _CouncilGroup(TyperGroup):
-    """``rune council "<question>"`` runs a council; known words run subcommands."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
-
-
-app = typer.Typer(
-    help="rune-council: convene independent AI voices on one question, honestly arbitrated.",
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-council_app = typer.Typer(
-    cls=_CouncilGroup,
-    help='Convene a council: rune council "<question>" [options], or a subcommand.',
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-app.add_typer(council_app, name="council")
-
-
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"rune council: {message}", err=True)
-    return typer.Exit(code)
+    from ..contract import CouncilResult, RunEvent
 
 
 def _progress(result: CouncilResult, event: RunEvent) -> None:
@@ -107,12 +71,12 @@ def run_command(
         bool, typer.Option("--json", help="Print the CouncilResult as JSON.")
     ] = False,
 ) -> None:
-    from .config import load_config
-    from .council import convene, new_run_id
-    from .errors import CouncilError, NotImplementedModeError, RequestError
-    from .paths import RuneDir
-    from .render import render
-    from .runtimes.subagent import CommandRuntime
+    from ..config import load_config
+    from ..council import convene, new_run_id
+    from ..errors import CouncilError, NotImplementedModeError, RequestError
+    from ..paths import RuneDir
+    from ..render import render
+    from ..runtimes.subagent import CommandRuntime
 
     where = RuneDir.resolve(rune_dir)
     if question == "-":
@@ -143,13 +107,13 @@ def run_command(
             on_event=None if as_json else _progress,
         )
     except NotImplementedModeError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+        raise fail(str(exc), EXIT_BAD_INPUT) from None
     except RequestError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+        raise fail(str(exc), EXIT_BAD_INPUT) from None
     except KeyboardInterrupt:
-        raise _fail("cancelled; the run file records what had completed", EXIT_CANCELLED) from None
+        raise fail("cancelled; the run file records what had completed", EXIT_CANCELLED) from None
     except CouncilError as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from None
+        raise fail(str(exc), EXIT_BAD_INPUT) from None
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
@@ -168,8 +132,8 @@ def detect_command(
 ) -> None:
     import asyncio
 
-    from .paths import RuneDir
-    from .stages.detect import detect
+    from ..paths import RuneDir
+    from ..stages.detect import detect
 
     where = RuneDir.resolve(rune_dir)
     report, cached = asyncio.run(detect(where, refresh=refresh))
@@ -187,21 +151,3 @@ def detect_command(
         )
     if not any(d.status == "available" for d in report.detected):
         typer.echo("no AI CLI found: councils will run subagent-only (--subagent-cmd)")
-
-
-def main() -> None:
-    try:
-        app()
-    except KeyboardInterrupt:
-        sys.exit(EXIT_CANCELLED)
-    except Exception as exc:  # one clear line, no traceback, unless asked for one
-        import os
-
-        if os.environ.get("RUNE_DEBUG"):
-            raise
-        print(f"rune: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(EXIT_INTERNAL)
-
-
-if __name__ == "__main__":
-    main()
