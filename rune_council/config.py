@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import RuntimeConfigError
 from .paths import RuneDir
@@ -22,14 +23,20 @@ class CouncilConfig:
     subagent_family: str | None = None
 
 
-def load_config(rune_dir: RuneDir) -> CouncilConfig:
+def read_council_toml(rune_dir: RuneDir) -> dict[str, Any]:
+    """The parsed ``council.toml`` (empty when there is none); each section's owner validates it."""
     path = rune_dir.root / CONFIG_NAME
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return CouncilConfig()
+        return {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RuntimeConfigError(f"{path}: {exc}") from exc
+
+
+def load_config(rune_dir: RuneDir) -> CouncilConfig:
+    path = rune_dir.root / CONFIG_NAME
+    data = read_council_toml(rune_dir)
     sub = data.get("subagent", {})
     if not isinstance(sub, dict):
         raise RuntimeConfigError(f"{path}: [subagent] must be a table")
