@@ -91,7 +91,11 @@ class World:
 
     def voice_env(self, sleep_s: float) -> dict[str, str]:
         # HOME points into the temp dir so no real CLI config (e.g. ~/.codex) is read.
-        return {"PATH": path_with(self.bins[sleep_s]), "HOME": str(self.home)}
+        return {
+            "PATH": path_with(self.bins[sleep_s]),
+            "HOME": str(self.home),
+            "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",  # consent for external dispatch
+        }
 
     def process_env(self, sleep_s: float) -> dict[str, str]:
         env = dict(os.environ)

@@ -7,14 +7,19 @@ family = "anthropic"                  # what the host's model is; default unknow
 
 from __future__ import annotations
 
+import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .errors import RuntimeConfigError
 from .paths import RuneDir
 
 CONFIG_NAME = "council.toml"
+# The per-user settings directory: $RUNE_COUNCIL_CONFIG_DIR, else the XDG config home.
+ENV_CONFIG_DIR = "RUNE_COUNCIL_CONFIG_DIR"
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,25 @@ class CouncilConfig:
 def read_council_toml(rune_dir: RuneDir) -> dict[str, Any]:
     """The parsed ``council.toml`` (empty when there is none); each section's owner validates it."""
     path = rune_dir.root / CONFIG_NAME
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RuntimeConfigError(f"{path}: {exc}") from exc
+
+
+def user_config_file(env: Mapping[str, str] | None = None) -> Path:
+    """``council.toml`` in the user's config directory (shared by every project)."""
+    env = os.environ if env is None else env
+    if env.get(ENV_CONFIG_DIR):
+        return Path(env[ENV_CONFIG_DIR]).expanduser() / CONFIG_NAME
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or "~").expanduser() / ".config")
+    return Path(base) / "rune-council" / CONFIG_NAME
+
+
+def read_toml_file(path: Path) -> dict[str, Any]:
+    """A parsed TOML file, empty when it does not exist; unreadable or invalid is an error."""
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

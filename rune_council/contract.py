@@ -13,7 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SCHEMA_VERSION: Literal["2.0"] = "2.0"
+# Writers write 2.1; readers accept 2.0 too, since 2.1 only added optional sections.
+SCHEMA_VERSION: Literal["2.1"] = "2.1"
+SchemaVersion = Literal["2.0", "2.1"]
 MAX_VOICES = 5
 MIN_VOICES = 2
 
@@ -25,13 +27,24 @@ Mode = Literal["critique", "review", "judge", "generate"]
 Severity = Literal["MUST", "SHOULD", "MAY"]
 Decorrelation = Literal["MULTI_FAMILY", "NO_DECORRELATION"]
 SlotRole = Literal["standard", "perturbation", "devils_advocate"]
-VoiceSource = Literal["external-cli", "subagent"]
+VoiceSource = Literal["external-cli", "subagent", "external-http"]
 VoiceStatus = Literal["queued", "running", "complete", "dropped"]
 FamilyConfidence = Literal["confirmed", "unknown"]
 CheckOutcome = Literal["pass", "fail", "pending"]
 Verified = Literal["true", "false", "unchecked"]
 AttemptOutcome = Literal[
-    "ok", "exit_nonzero", "timeout", "too_large", "spawn_error", "cancelled", "error_reported"
+    "ok",
+    "exit_nonzero",
+    "timeout",
+    "too_large",
+    "spawn_error",
+    "cancelled",
+    "error_reported",
+    # HTTP voices: connection or stream broke, the server answered an error status, or the
+    # reply could not be read as a voice answer.
+    "transport_error",
+    "http_status",
+    "malformed",
 ]
 RunStatus = Literal["running", "complete", "cancelled", "failed"]
 SlotOutcome = Literal["held", "framing-sensitive", "no-counterclaims", "countered", "not-evaluable"]
@@ -94,10 +107,81 @@ class Budget(_Strict):
     max_output_bytes: int = Field(default=1_000_000, ge=1024, le=50_000_000)
 
 
+# --------------------------------------------------------------------------- deliberation options
+
+CouncilType = Literal["standard", "red_team"]
+DeliberationMethod = Literal["vote", "rank"]
+OnDivergence = Literal["warn", "halt", "continue"]
+
+DEFAULT_ROUND_PREFIX = (
+    "An earlier round of this council produced the draft verdict below. Read it critically: "
+    "say where it is wrong, weak or incomplete, and what would make it better. Keep what "
+    "holds up; change your own position only for a reason you can state."
+)
+
+
+class RoundsOptions(_Strict):
+    max_rounds: int = Field(default=1, ge=1, le=10, description="Rounds at most (1: one pass).")
+    convergence_threshold: float = Field(
+        default=0.85,
+        ge=0,
+        le=1,
+        description="Stop early once the consensus score reaches this (converged_early).",
+    )
+    round_prompt_prefix: str = Field(
+        default=DEFAULT_ROUND_PREFIX,
+        min_length=1,
+        max_length=4000,
+        description="Put before the draft verdict in the prompt of every round after the first.",
+    )
+    on_divergence: OnDivergence = Field(
+        default="warn",
+        description="When the consensus score drops by more than 0.05 between rounds: flag "
+        "and go on (warn), stop and ask a human (halt), or ignore it (continue).",
+    )
+
+
+class DeliberationOptions(_Strict):
+    """Optional stages after ARBITRATE (contract 2.1)."""
+
+    method: DeliberationMethod | None = Field(
+        default=None,
+        description="vote: consolidate into numbered items and vote; rank: rank the "
+        "anonymised answers, tally, synthesise. None: the single pass only.",
+    )
+    council_type: CouncilType = Field(
+        default="standard", description="red_team: attack prompts and a risk register."
+    )
+    vote_threshold: float = Field(
+        default=2 / 3,
+        gt=0,
+        le=1,
+        description="An item passes when yes votes >= ceil(threshold x ballots counted).",
+    )
+    orchestrator: str | None = Field(
+        default=None,
+        description="Name of the runtime that consolidates and writes the verdict (not a "
+        "seat). Unset or failing: the deterministic merge and the arithmetic verdict.",
+    )
+    rounds: RoundsOptions = Field(default_factory=RoundsOptions)
+    shuffle_seed: str | None = Field(
+        default=None, description="Seed of each member's answer shuffle; default the run id."
+    )
+    context: str | None = Field(
+        default=None,
+        max_length=60_000,
+        description="Findings of an earlier council (in a chain, the red team's risk "
+        "register), shown to every voice.",
+    )
+    chained_from: str | None = Field(
+        default=None, description="Run id of the red-team council whose register is the context."
+    )
+
+
 class PerspectiveRequest(_Strict):
     """What a caller asks the council."""
 
-    schema_version: Literal["2.0"] = "2.0"
+    schema_version: SchemaVersion = SCHEMA_VERSION
     id: str = Field(description="Run id; becomes run-<id>.json, so it must be a safe file name.")
     question: str = Field(min_length=1, max_length=20_000)
     mode: Mode = "judge"
@@ -106,6 +190,9 @@ class PerspectiveRequest(_Strict):
     evidence: EvidenceRequirements = Field(default_factory=EvidenceRequirements)
     artifact: Artifact | None = None
     budget: Budget = Field(default_factory=Budget)
+    deliberation: DeliberationOptions | None = Field(
+        default=None, description="Vote, rank, rounds, red team (2.1); absent: one pass."
+    )
 
     @field_validator("id")
     @classmethod
@@ -158,6 +245,12 @@ class Attempt(_Strict):
     detail: str = ""
     exit_code: int | None = None
     latency_ms: int | None = None
+    model: str | None = Field(
+        default=None, description="The model asked, for runtimes that serve several (HTTP)."
+    )
+    http_status: int | None = Field(
+        default=None, description="The HTTP status when the outcome is http_status."
+    )
 
 
 class RawOutput(_Strict):
@@ -199,6 +292,9 @@ class Voice(_Strict):
     model_family: str = "unknown"
     family_confidence: FamilyConfidence = "unknown"
     is_fallback: bool = False
+    model: str | None = Field(
+        default=None, description="The model that holds the slot, for HTTP endpoint voices."
+    )
     status: VoiceStatus = "queued"
     latency_ms: int | None = None
     attempts: list[Attempt] = Field(default_factory=list)
@@ -280,6 +376,10 @@ class DetectedRuntime(_Strict):
     model_family: str = "unknown"
     family_confidence: FamilyConfidence = "unknown"
     detail: str = ""
+    via: str | None = Field(
+        default=None,
+        description="A bridge program that runs this agent (1devtool-agent), if not run directly.",
+    )
 
 
 class RuntimeReport(_Strict):
@@ -288,6 +388,10 @@ class RuntimeReport(_Strict):
     used: list[str] = Field(default_factory=list)
     degraded_to_subagent: list[str] = Field(
         default_factory=list, description="Voice ids whose slot fell back to a subagent."
+    )
+    consent: str | None = Field(
+        default=None,
+        description="Whether external CLIs could be dispatched, and who said so.",
     )
 
 
@@ -301,16 +405,295 @@ class Orchestrator(_Strict):
 class RunEvent(_Strict):
     seq: int
     at: str
-    kind: Literal["council.dispatched", "voice.status", "council.result"]
+    kind: Literal["council.dispatched", "voice.status", "council.result", "deliberation.status"]
     voice_id: str | None = None
     status: str | None = None
     detail: str = ""
 
 
+# --------------------------------------------------------------------------- deliberation results
+
+
+class DroppedLine(_Strict):
+    """A transcript or ballot line that was not used, and why."""
+
+    line: int
+    text: str
+    reason: str
+    source: str | None = Field(default=None, description="Who wrote it (voice id, orchestrator).")
+
+
+class MoveError(_Strict):
+    """A line that cannot simply be dropped (a REQUIRE with no ev=): the tally is invalid."""
+
+    line: int
+    text: str
+    reason: str
+
+
+class RankerDetail(_Strict):
+    ranker: str
+    line: int
+    ballot: str = Field(description="The RANK argument as counted, e.g. p2>p1=p3.")
+    conf: float
+    points: dict[str, float] = Field(description="Borda points x conf this ranker gave.")
+    mean_spearman: float | None = Field(
+        default=None, description="Mean Spearman correlation with the other rankers."
+    )
+    dissenting: bool = False
+
+
+class ProposalScore(_Strict):
+    label: str
+    score: float
+    text: str | None = None
+    blocked: bool = False
+
+
+class PrunedProposal(_Strict):
+    label: str
+    line: int
+    reason: str
+
+
+class BlockedProposal(_Strict):
+    label: str
+    lines: list[int] = Field(description="The unresolved MUST / MUST-NOT critiques.")
+    reason: str
+
+
+class ConsensusScore(_Strict):
+    w: float | None = Field(description="Kendall's W, tie-corrected; null when undefined.")
+    label: Literal["high", "medium", "low"] | None = None
+    method: str = Field(description="How W was computed (complete rankings or incomplete).")
+    rankers: int
+    proposals: int
+    note: str = ""
+
+
+class SynthMove(_Strict):
+    line: int
+    text: str
+    open: list[str] = Field(default_factory=list)
+    closes: bool = Field(description="False when open questions remain: the council stays open.")
+
+
+class VoteCount(_Strict):
+    target: str
+    yes: list[str] = Field(default_factory=list)
+    no: list[str] = Field(default_factory=list)
+    abstain: list[str] = Field(default_factory=list)
+
+
+class TallyReport(_Strict):
+    """What ``rune council tally`` computes from a transcript; also kept in the run file."""
+
+    valid: bool = Field(description="No escalated errors.")
+    proposals: list[str]
+    rankers: list[RankerDetail] = Field(default_factory=list)
+    scores: list[ProposalScore] = Field(default_factory=list)
+    final_order: list[list[str]] = Field(
+        default_factory=list, description="Best first; proposals with equal scores share a level."
+    )
+    winner: str | None = Field(
+        default=None, description="The single best proposal not blocked from synthesis."
+    )
+    pruned: list[PrunedProposal] = Field(default_factory=list)
+    blocked: list[BlockedProposal] = Field(default_factory=list)
+    consensus: ConsensusScore
+    dissenters: list[str] = Field(default_factory=list)
+    votes: list[VoteCount] = Field(default_factory=list)
+    synth: SynthMove | None = None
+    dropped: list[DroppedLine] = Field(default_factory=list)
+    errors: list[MoveError] = Field(default_factory=list)
+
+
+class MemberBallot(_Strict):
+    voice_id: str
+    runtime: str
+    outcome: Literal["counted", "failed", "malformed"]
+    detail: str = ""
+    text: str | None = Field(default=None, description="The ballot as received, bounded.")
+    latency_ms: int | None = None
+
+
+class AbsentMember(_Strict):
+    voice_id: str
+    runtime: str
+    stage: Literal["answer", "ballot"]
+    reason: str
+
+
+class ConsolidatedItem(_Strict):
+    number: int
+    text: str
+    sources: list[str] = Field(description="Claim ids (v1.c2) and stances (v1.stance) merged.")
+    voice_ids: list[str]
+
+
+class Consolidation(_Strict):
+    items: list[ConsolidatedItem]
+    by: str | None = Field(default=None, description="The orchestrator runtime that merged.")
+    fallback: Literal["deterministic"] | None = None
+    fallback_reason: str | None = None
+    attempt: Attempt | None = None
+    dropped_lines: list[DroppedLine] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class ItemTally(_Strict):
+    number: int
+    text: str
+    yes: list[str] = Field(default_factory=list)
+    no: list[str] = Field(default_factory=list)
+    abstain: list[str] = Field(default_factory=list)
+    required: int = Field(description="Yes votes needed: ceil(threshold x denominator).")
+    outcome: Literal["passed", "failed", "unvoted"]
+
+
+class VoteResult(_Strict):
+    threshold: float
+    denominator: int = Field(description="Ballots counted.")
+    counted: list[str] = Field(default_factory=list)
+    absent: list[AbsentMember] = Field(default_factory=list)
+    items: list[ItemTally] = Field(default_factory=list)
+    unvoted: list[int] = Field(default_factory=list)
+    consensus: ConsensusScore | None = Field(
+        default=None, description="Kendall's W of the ballots read as approve > reject."
+    )
+    dissenters: list[str] = Field(default_factory=list)
+    ballots: list[MemberBallot] = Field(default_factory=list)
+    dropped_lines: list[DroppedLine] = Field(default_factory=list)
+
+
+class RankProposal(_Strict):
+    label: str = Field(description="Canonical anonymised label (p1, p2, ...).")
+    voice_id: str
+    summary: str
+
+
+class RankShuffle(_Strict):
+    voice_id: str
+    shown: dict[str, str] = Field(description="Label the member saw -> canonical label.")
+
+
+class RankResult(_Strict):
+    proposals: list[RankProposal]
+    shuffles: list[RankShuffle] = Field(default_factory=list)
+    ballots: list[MemberBallot] = Field(default_factory=list)
+    absent: list[AbsentMember] = Field(default_factory=list)
+    transcript: str = Field(description="The ballots in canonical labels; re-run it with tally.")
+    tally: TallyReport
+    dropped_lines: list[DroppedLine] = Field(default_factory=list)
+
+
+class UncertaintyMarker(_Strict):
+    text: str
+    index: int = Field(description="Position among the verdict's uncertain passages.")
+
+
+class Synthesis(_Strict):
+    text: str
+    by: str | None = None
+    fallback: Literal["arithmetic"] | None = Field(
+        default=None, description="Set when the chairman failed and the arithmetic wrote it."
+    )
+    fallback_reason: str | None = None
+    attempt: Attempt | None = None
+    open_questions: list[str] = Field(default_factory=list)
+    closed: bool = True
+    uncertainty_markers: list[UncertaintyMarker] = Field(default_factory=list)
+
+
+RiskSeverity = Literal["critical", "high", "medium", "low", "unrated"]
+RiskLikelihood = Literal["high", "medium", "low", "unrated"]
+
+
+class Risk(_Strict):
+    category: str
+    description: str
+    severity: RiskSeverity
+    likelihood: RiskLikelihood = "unrated"
+    identified_by: list[str] = Field(default_factory=list, description="Voice ids.")
+    mitigation: str | None = None
+
+
+class RiskRegister(_Strict):
+    risks: list[Risk] = Field(default_factory=list)
+    summary: str
+    by: str | None = None
+    fallback: Literal["arithmetic"] | None = None
+    fallback_reason: str | None = None
+
+
+class RoundVoice(_Strict):
+    voice_id: str
+    runtime: str
+    status: VoiceStatus
+    stance: str | None = None
+
+
+class RoundRecord(_Strict):
+    round: int
+    consensus_score: float | None = None
+    confidence_label: Literal["high", "medium", "low"] | None = None
+    delta: float | None = Field(default=None, description="Change from the previous round.")
+    diverged: bool = False
+    verdict: str | None = None
+    closed: bool = True
+    voices: list[RoundVoice] = Field(default_factory=list)
+    vote: VoteResult | None = None
+    rank: RankResult | None = None
+
+
+class ChainLink(_Strict):
+    red_team_run: str = Field(description="Run id of the red-team council that ran first.")
+
+
+class Deliberation(_Strict):
+    method: DeliberationMethod | None = None
+    council_type: CouncilType = "standard"
+    consolidation: Consolidation | None = None
+    vote: VoteResult | None = None
+    rank: RankResult | None = None
+    synthesis: Synthesis | None = None
+    risk_register: RiskRegister | None = None
+    rounds: list[RoundRecord] = Field(default_factory=list)
+    converged_early: bool = False
+    divergence_detected: bool = False
+    halted: bool = False
+    chain: ChainLink | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class VerdictMetadata(_Strict):
+    """On every result (2.1): how aligned the council was and how the verdict closed."""
+
+    consensus_score: float | None = Field(
+        default=None, description="Kendall's W of the rankings; null without rankings."
+    )
+    confidence_label: Literal["high", "medium", "low"] | None = None
+    dissent_detected: bool = False
+    dissent_basis: Literal["rankings", "positions"] | None = Field(
+        default=None,
+        description="Outlier rankers (rankings) or, without rankings, a YES/NO split.",
+    )
+    dissenting_member: str | None = None
+    dissenting_members: list[str] = Field(default_factory=list)
+    uncertainty_markers: list[UncertaintyMarker] = Field(default_factory=list)
+    revision_count: int = Field(default=1, description="Rounds completed.")
+    member_count: int = Field(description="Seats on the council, members added in rounds too.")
+    council_type: CouncilType = "standard"
+    converged_early: bool = False
+    divergence_detected: bool = False
+    duration_seconds: float | None = None
+    closed_at: str | None = None
+
+
 class CouncilResult(_Strict):
     """The run file, from skeleton to arbitrated result."""
 
-    schema_version: Literal["2.0"] = "2.0"
+    schema_version: SchemaVersion = SCHEMA_VERSION
     id: str
     question: str
     mode: Mode
@@ -340,13 +723,28 @@ class CouncilResult(_Strict):
     started_at: str
     finished_at: str | None = None
     run_file: str | None = None
+    deliberation: Deliberation | None = Field(
+        default=None, description="Vote / rank / rounds / red team results (2.1)."
+    )
+    verdict: VerdictMetadata | None = Field(
+        default=None, description="Set when the run ends (2.1)."
+    )
 
 
 class RuntimesFile(_Strict):
     """``.rune/runtimes.json``: what DETECT found, reused for the rest of the day."""
 
-    schema_version: Literal["2.0"] = "2.0"
+    schema_version: SchemaVersion = SCHEMA_VERSION
     checked_at: str = Field(description="ISO timestamp of the probe")
     session_marker: str = Field(description="The local date the cache is valid for")
     bridge_path: str | None = None
     detected: list[DetectedRuntime] = Field(default_factory=list)
+    login_shell: str | None = Field(
+        default=None, description="The login shell asked for its PATH, if one was asked."
+    )
+    login_path: list[str] = Field(
+        default_factory=list, description="PATH entries the login shell added to the search."
+    )
+    config_digest: str | None = Field(
+        default=None, description="Digest of the user-defined runtimes this report probed."
+    )

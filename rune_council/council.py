@@ -15,7 +15,7 @@ import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -32,16 +32,17 @@ from .contract import (
 from .errors import NotImplementedModeError, RequestError
 from .paths import RuneDir
 from .recorder import RunRecorder
-from .runtimes.adapters import ADAPTERS
+from .runtimes.assembly import assemble_clis
 from .runtimes.base import Runtime
-from .runtimes.cli import CliRuntime
 from .runtimes.subagent import FunctionRuntime, SubagentFn
-from .stages.allocate import Candidate, allocate
+from .stages.allocate import Candidate, SlotPrompts, allocate
 from .stages.arbitrate import arbitrate
-from .stages.detect import detect
 from .stages.dispatch import dispatch
 from .stages.gate import gate
 from .stages.normalize import normalize
+
+if TYPE_CHECKING:
+    from .endpoints import Assembly, EndpointSetup
 
 HEARTBEAT_S = 5.0
 MAX_EVENTS = 400
@@ -158,11 +159,21 @@ async def aconvene(
     env: Mapping[str, str] | None = None,
     on_event: OnEvent | None = None,
     overwrite: bool = False,
+    allow_external: bool | None = None,
+    endpoints: EndpointSetup | None = None,
+    orchestrator: SubagentFn | Runtime | None = None,
 ) -> CouncilResult:
     """Convene a council and return its result; the run file tracks every step.
 
     ``runtimes`` replaces detection with the given voices (custom runtimes, tests).
     ``subagent`` takes any slot that no external runtime can serve or that failed.
+    ``allow_external`` grants (or refuses) consent to dispatch detected external CLIs; None
+    defers to ``RUNE_COUNCIL_ALLOW_EXTERNAL``, ``council.toml`` or an earlier yes, and without
+    any of these the detected CLIs are not used (see ``rune_council.consent``).
+    ``endpoints`` adds HTTP endpoint models as voices (default: the endpoints
+    ``council.toml`` names, unless ``runtimes`` is given).
+    ``orchestrator`` consolidates and writes the verdict when ``request.deliberation`` asks for
+    vote / rank stages (default: the runtime that option names, if any).
     """
     req = parse_request(request)
     if req.mode == "generate":
@@ -177,17 +188,17 @@ async def aconvene(
         raise RequestError(f"run id {req.id!r} is already used ({run_path}); pick another id")
     parent_env = dict(os.environ) if env is None else dict(env)
 
+    consent: str | None = None
+    cli_notes: list[str] = []
     if runtimes is None:
-        report, from_cache = await detect(where, refresh=refresh, env=parent_env)
-        detected = report.detected
-        checked_at = report.checked_at
-        available: list[Runtime] = [
-            CliRuntime(ADAPTERS[d.runtime], d.path, parent_env)
-            for d in detected
-            if d.status == "available" and d.path and d.runtime in ADAPTERS
-        ]
+        # Detection, user-defined runtimes and the consent gate for external CLIs.
+        clis = await assemble_clis(
+            where, env=parent_env, refresh=refresh, allow_external=allow_external
+        )
+        detected, checked_at = clis.detected, clis.checked_at
+        available: list[Runtime] = list(clis.runtimes)
+        consent, cli_notes = clis.consent.describe(), clis.notes
     else:
-        from_cache = False
         available = list(runtimes)
         checked_at = now()
         detected = [
@@ -201,14 +212,38 @@ async def aconvene(
             for r in available
         ]
 
+    http: Assembly | None = None
+    if endpoints is None and runtimes is None:
+        from .endpoints import load_setup
+
+        endpoints = load_setup(where, parent_env)
+    if endpoints is not None and (endpoints.endpoints or endpoints.subagent):
+        from .endpoints import assemble
+
+        # Endpoint voices are external dispatch too: the CLIs' consent covers them; voices
+        # the caller supplied itself (``runtimes``) are its own decision.
+        refused = None if runtimes is not None or clis.consent.allowed else clis.consent.describe()
+        http = await assemble(endpoints, where, parent_env, refused=refused)
+        available += http.runtimes
+        detected = [*detected, *http.detected]
+        if subagent is None:
+            subagent = http.subagent
+
     sub = _as_subagent(subagent, subagent_family, subagent_family_confirmed)
     sub_candidate = (
         Candidate(sub.name, sub.source, sub.model_family, sub.family_confidence) if sub else None
     )
     plan = allocate(req, _candidates(available), sub_candidate, artifact_text)
+    if req.deliberation is not None:
+        from .deliberation.runner import adapt_prompts
+
+        plan.prompts = adapt_prompts(req, plan.prompts)
     runtime_map: dict[str, Runtime] = {r.name: r for r in available}
     if sub is not None:
         runtime_map.setdefault(sub.name, sub)
+    for voice in plan.voices:
+        model = getattr(runtime_map.get(voice.runtime), "model", None)
+        voice.model = model if isinstance(model, str) else None
 
     started = now()
     result = CouncilResult(
@@ -217,9 +252,8 @@ async def aconvene(
         mode=req.mode,
         voices_requested=plan.n_effective,
         voices=plan.voices,
-        runtime_report=RuntimeReport(detected=detected, checked_at=checked_at),
-        notes=list(plan.notes)
-        + (["runtime detection reused from today's cache"] if from_cache else []),
+        runtime_report=RuntimeReport(detected=detected, checked_at=checked_at, consent=consent),
+        notes=list(plan.notes) + cli_notes + (http.notes if http else []),
         request=req,
         artifact_text=artifact_text,
         orchestrator=Orchestrator(
@@ -242,7 +276,19 @@ async def aconvene(
             req.budget,
             lambda voice, detail: run.emit("voice.status", voice, detail),
         )
-        _finish(run, req, artifact_name, artifact_text)
+        _finish(run, req, artifact_name, artifact_text, close=req.deliberation is None)
+        if req.deliberation is not None:
+            await _deliberate(
+                run,
+                req,
+                artifact_name,
+                artifact_text,
+                plan.prompts,
+                runtime_map,
+                sub,
+                orchestrator,
+            )
+            _close(run)
     except asyncio.CancelledError:
         _abandon(run, "cancelled", "the run was cancelled; completed voices are kept")
         raise
@@ -251,11 +297,17 @@ async def aconvene(
         raise
     finally:
         heartbeat.cancel()
+        if http is not None:
+            await http.aclose()
     return run.result
 
 
 def _finish(
-    run: _Run, req: PerspectiveRequest, artifact_name: str | None, artifact_text: str | None
+    run: _Run,
+    req: PerspectiveRequest,
+    artifact_name: str | None,
+    artifact_text: str | None,
+    close: bool = True,
 ) -> None:
     result = run.result
     for voice in result.voices:
@@ -289,9 +341,59 @@ def _finish(
     report = result.runtime_report
     report.used = sorted({a.runtime for v in result.voices for a in v.attempts})
     report.degraded_to_subagent = [v.id for v in result.voices if v.is_fallback]
+    if close:
+        _close(run)
+
+
+def _close(run: _Run) -> None:
+    from .deliberation.metadata import verdict_metadata
+
+    result = run.result
     result.status = "complete"
     result.finished_at = now()
+    result.verdict = verdict_metadata(result)
     run.emit("council.result", detail=f"{result.decorrelation}, {result.voices_valid} valid")
+
+
+async def _deliberate(
+    run: _Run,
+    req: PerspectiveRequest,
+    artifact_name: str | None,
+    artifact_text: str | None,
+    prompts: Mapping[str, SlotPrompts],
+    runtime_map: Mapping[str, Runtime],
+    sub: Runtime | None,
+    orchestrator: SubagentFn | Runtime | None,
+) -> None:
+    """The optional stages after ARBITRATE; a later round re-arbitrates through ``_finish``."""
+    from .deliberation.runner import Hooks, deliberate, resolve_orchestrator
+
+    result = run.result
+
+    def rearbitrate() -> None:
+        notes, used = list(result.notes), set(result.runtime_report.used)
+        result.voices_dropped = []
+        _finish(run, req, artifact_name, artifact_text, close=False)
+        result.notes = notes + [n for n in result.notes[len(notes) :] if n not in notes]
+        result.runtime_report.used = sorted(used | set(result.runtime_report.used))
+
+    chair, note = resolve_orchestrator(orchestrator, req, runtime_map)
+    if note:
+        result.notes.append(note)
+    hooks = Hooks(
+        emit=lambda detail: run.emit("deliberation.status", detail=detail),
+        voice_change=lambda voice, detail: run.emit("voice.status", voice, detail),
+        rearbitrate=rearbitrate,
+    )
+    await deliberate(
+        result,
+        req,
+        prompts=prompts,
+        runtimes=runtime_map,
+        subagent=sub,
+        orchestrator=chair,
+        hooks=hooks,
+    )
 
 
 def _abandon(run: _Run, status: str, note: str) -> None:
@@ -314,6 +416,10 @@ def _abandon(run: _Run, status: str, note: str) -> None:
     result.finished_at = now()
     result.notes.append(note)
     # The original error matters more than a failed last write.
+    with contextlib.suppress(Exception):
+        from .deliberation.metadata import verdict_metadata
+
+        result.verdict = verdict_metadata(result)
     with contextlib.suppress(Exception):
         run.emit("council.result", detail=note)
 

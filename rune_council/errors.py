@@ -29,3 +29,12 @@ class RunFileError(CouncilError):
 
 class RuntimeConfigError(CouncilError):
     """A runtime or subagent configuration is invalid."""
+
+
+class EndpointCallError(CouncilError):
+    """A call to an HTTP endpoint model failed; ``kind`` says how (timeout, http_status, ...)."""
+
+    def __init__(self, message: str, *, kind: str, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.http_status = http_status

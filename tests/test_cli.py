@@ -26,7 +26,13 @@ ROLLBACK = claim(
 def rune(
     tmp: Path, *args: str, env_extra: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": path_with(tmp / "bin"), "HOME": str(tmp), "LANG": "C.UTF-8", **(env_extra or {})}
+    env = {
+        "PATH": path_with(tmp / "bin"),
+        "HOME": str(tmp),
+        "LANG": "C.UTF-8",
+        "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",  # consent, as a non-interactive caller gives it
+        **(env_extra or {}),
+    }
     return subprocess.run(
         [sys.executable, "-m", "rune_council.cli", *args],
         cwd=tmp,
@@ -178,7 +184,11 @@ def test_help_documents_every_option() -> None:
 
 def test_question_from_stdin_keeps_it_out_of_argv(tmp_path: Path) -> None:
     fakes(tmp_path)
-    env = {"PATH": path_with(tmp_path / "bin"), "HOME": str(tmp_path)}
+    env = {
+        "PATH": path_with(tmp_path / "bin"),
+        "HOME": str(tmp_path),
+        "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
+    }
     out = subprocess.run(
         [sys.executable, "-m", "rune_council.cli", "council", "-", "--json", "--id", "stdin"],
         cwd=tmp_path,
@@ -206,7 +216,11 @@ def test_ctrl_c_kills_every_voice_and_records_a_cancelled_run(tmp_path: Path) ->
         mode="ignore_sigterm",
         pid_file=tmp_path / "pids",
     )
-    env = {"PATH": path_with(tmp_path / "bin"), "HOME": str(tmp_path)}
+    env = {
+        "PATH": path_with(tmp_path / "bin"),
+        "HOME": str(tmp_path),
+        "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
+    }
     proc = subprocess.Popen(
         [sys.executable, "-m", "rune_council.cli", "council", Q, "--n", "2", "--id", "sig"],
         cwd=tmp_path,

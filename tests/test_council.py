@@ -44,7 +44,12 @@ def world(tmp_path: Path) -> dict[str, Any]:
     return {
         "tmp": tmp_path,
         "bin": bin_dir,
-        "env": {"PATH": path_with(bin_dir), "HOME": str(tmp_path)},
+        # Consent for external dispatch, as a non-interactive caller must give it.
+        "env": {
+            "PATH": path_with(bin_dir),
+            "HOME": str(tmp_path),
+            "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
+        },
         "rune": tmp_path / ".rune",
     }
 

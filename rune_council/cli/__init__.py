@@ -9,7 +9,13 @@ from __future__ import annotations
 import os
 import sys
 
-from . import council_cmds  # noqa: F401  (registers the commands)
+from . import (
+    council_cmds,  # noqa: F401  (registers the commands)
+    demo_cmd,  # noqa: F401
+    endpoint_cmds,  # noqa: F401
+    runs_cmds,  # noqa: F401
+    tally_cmd,  # noqa: F401
+)
 from .app import EXIT_CANCELLED, EXIT_INTERNAL, app
 
 __all__ = ["app", "main"]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -16,21 +17,6 @@ from .app import (
     council_app,
     fail,
 )
-
-if TYPE_CHECKING:
-    from ..contract import CouncilResult, RunEvent
-
-
-def _progress(result: CouncilResult, event: RunEvent) -> None:
-    if event.kind == "voice.status" and event.voice_id:
-        voice = next(v for v in result.voices if v.id == event.voice_id)
-        typer.echo(
-            f"  {voice.id} {voice.runtime:<10} {voice.model_family:<10} {voice.status:<9} "
-            f"{event.detail}",
-            err=True,
-        )
-    elif event.kind == "council.dispatched":
-        typer.echo(f"council {result.id}: dispatching {len(result.voices)} voice(s)", err=True)
 
 
 @council_app.command("run", help="Ask the council a question (the default command).")
@@ -64,19 +50,77 @@ def run_command(
     refresh: Annotated[
         bool, typer.Option(help="Probe the CLIs again, ignoring the cache.")
     ] = False,
+    endpoint: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="OpenAI-compatible endpoint for this run: a base URL, a preset (nim, "
+            "ollama) or a name from council.toml; repeatable; replaces the configured ones."
+        ),
+    ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option(help="Environment variable holding the API key for --endpoint."),
+    ] = None,
+    refresh_models: Annotated[
+        bool, typer.Option(help="List the endpoints' models again, ignoring the 6 h cache.")
+    ] = False,
+    subagent_endpoint: Annotated[
+        str | None,
+        typer.Option(help="Endpoint whose model takes failed or empty slots (URL or name)."),
+    ] = None,
+    subagent_model: Annotated[
+        str | None,
+        typer.Option(help="Model id for --subagent-endpoint (default: its top-ranked model)."),
+    ] = None,
     rune_dir: Annotated[
         Path | None, typer.Option(help="Where .rune files go (default ./.rune).")
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the CouncilResult as JSON.")
     ] = False,
+    deliberate: Annotated[
+        str | None, typer.Option(help="After the single pass: vote | rank (see README).")
+    ] = None,
+    rounds: Annotated[int | None, typer.Option(help="Deliberation rounds at most.")] = None,
+    council_type: Annotated[
+        str | None, typer.Option(help="standard | red_team (attack prompts, risk register).")
+    ] = None,
+    orchestrator: Annotated[
+        str | None, typer.Option(help="Runtime that consolidates and writes the verdict.")
+    ] = None,
+    orchestrator_cmd: Annotated[
+        str | None, typer.Option(help="Command (prompt on stdin) that acts as orchestrator.")
+    ] = None,
+    vote_threshold: Annotated[
+        float | None, typer.Option(help="Share of counted ballots an item needs (2/3).")
+    ] = None,
+    on_divergence: Annotated[
+        str | None, typer.Option(help="warn | halt | continue when consensus falls.")
+    ] = None,
+    chain: Annotated[
+        bool, typer.Option(help="Run a red-team council first and feed its risk register in.")
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Allow sending the question to the external AI CLIs found, without asking "
+            "(also: RUNE_COUNCIL_ALLOW_EXTERNAL=1, or [consent] in council.toml).",
+        ),
+    ] = False,
 ) -> None:
     from ..config import load_config
     from ..council import convene, new_run_id
+    from ..deliberation.chain import convene_chain
+    from ..deliberation.render import deliberation_request, render_deliberation
+    from ..endpoints import setup_from_options
     from ..errors import CouncilError, NotImplementedModeError, RequestError
     from ..paths import RuneDir
     from ..render import render
     from ..runtimes.subagent import CommandRuntime
+    from .consent_prompt import external_consent
+    from .live import progress
 
     where = RuneDir.resolve(rune_dir)
     if question == "-":
@@ -88,6 +132,19 @@ def run_command(
         subagent = (
             CommandRuntime.from_command_line(command, model_family=family) if command else None
         )
+        if subagent_cmd and subagent_endpoint:
+            raise fail("give --subagent-cmd or --subagent-endpoint, not both", EXIT_BAD_INPUT)
+        endpoints = setup_from_options(
+            where,
+            endpoints=endpoint or (),
+            key_env=key_env,
+            refresh=refresh_models,
+            subagent_endpoint=subagent_endpoint,
+            subagent_model=subagent_model,
+            with_subagent=subagent is None or subagent_endpoint is not None,
+        )
+        if subagent_endpoint is not None:
+            subagent = None
         request: dict[str, Any] = {
             "id": run_id or new_run_id(),
             "question": question,
@@ -99,13 +156,30 @@ def run_command(
         if artifact is not None:
             # Absolute, so the run file still says which file it was from anywhere.
             request["artifact"] = {"name": artifact.name, "path": str(artifact.absolute())}
-        result = convene(
-            request,
-            subagent=subagent,
-            rune_dir=where.root,
-            refresh=refresh,
-            on_event=None if as_json else _progress,
+        request.update(
+            deliberation_request(
+                deliberate, rounds, council_type, orchestrator, vote_threshold, on_divergence
+            )
         )
+        chair = (
+            CommandRuntime.from_command_line(orchestrator_cmd, name="orchestrator-cmd")
+            if orchestrator_cmd
+            else None
+        )
+        # Asked before the live view starts: a redrawn table would overwrite the question.
+        allow_external = external_consent(where, yes=yes, refresh=refresh)
+        # Live per-voice table on a terminal, plain lines otherwise, nothing with --json.
+        with progress(enabled=not as_json) as on_event:
+            result = (convene_chain if chain else convene)(
+                request,
+                orchestrator=chair,
+                subagent=subagent,
+                rune_dir=where.root,
+                refresh=refresh,
+                on_event=on_event,
+                endpoints=endpoints,
+                allow_external=allow_external,
+            )
     except NotImplementedModeError as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from None
     except RequestError as exc:
@@ -117,7 +191,7 @@ def run_command(
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
-        typer.echo(render(result))
+        typer.echo(render(result) + render_deliberation(result))
     if result.voices_valid == 0:
         if not as_json:
             typer.echo("rune council: no voice produced a usable answer", err=True)
@@ -132,11 +206,17 @@ def detect_command(
 ) -> None:
     import asyncio
 
+    from ..errors import CouncilError
     from ..paths import RuneDir
-    from ..stages.detect import detect
+    from ..runtimes.assembly import detect_configured
 
     where = RuneDir.resolve(rune_dir)
-    report, cached = asyncio.run(detect(where, refresh=refresh))
+    try:
+        report, cached = asyncio.run(
+            detect_configured(where, env=dict(os.environ), refresh=refresh)
+        )
+    except CouncilError as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from None
     if as_json:
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2))
         return
@@ -149,5 +229,10 @@ def detect_command(
             f"  {d.runtime:<8} {d.status:<11} {d.model_family:<10} {d.family_confidence:<9} "
             f"{version:<12} {where_}"
         )
+        if d.path and d.detail:
+            # Why a CLI is ineligible, or where a wrapper's family came from.
+            typer.echo(f"      {d.detail}")
+    if report.login_shell:
+        typer.echo(f"login-shell PATH from {report.login_shell}: {len(report.login_path)} entries")
     if not any(d.status == "available" for d in report.detected):
         typer.echo("no AI CLI found: councils will run subagent-only (--subagent-cmd)")

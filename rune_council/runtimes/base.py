@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..contract import AttemptOutcome, FamilyConfidence, VoiceSource
+from ..contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
 
 # What any child process may inherit: locale, proxies, certificates and the user's own
 # config roots. Keys and tokens are never in this list; each adapter adds its own.
@@ -53,6 +53,16 @@ _MIN_SECRET_LEN = 6
 
 
 @dataclass(frozen=True)
+class Answerer:
+    """Who finally answered, when a runtime may hand a slot to another model (failover)."""
+
+    runtime: str
+    model: str | None
+    model_family: str
+    family_confidence: FamilyConfidence
+
+
+@dataclass(frozen=True)
 class RuntimeReply:
     outcome: AttemptOutcome
     text: str | None
@@ -60,6 +70,10 @@ class RuntimeReply:
     exit_code: int | None = None
     latency_ms: int = 0
     truncated: bool = False
+    # A runtime that tried several models for one slot reports every try here, in order;
+    # empty means the reply itself is the only attempt.
+    attempts: tuple[Attempt, ...] = ()
+    answered_by: Answerer | None = None
 
 
 class Runtime(Protocol):

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..contract import FamilyConfidence, VoiceSource
+from ..contract import Attempt, FamilyConfidence, VoiceSource
 from .adapters import CliAdapter, adapter_env, classify_exit
 from .base import RuntimeReply, redact, secret_values
-from .process import run_process
+from .process import ProcessResult, run_process
+
+
+def merged_path(parent_path: str, extra: Sequence[str]) -> str:
+    """The parent's PATH, then any directory only the login shell knew, without repeats."""
+    dirs = [d for d in parent_path.split(os.pathsep) if d]
+    seen = set(dirs)
+    for d in extra:
+        if d and d not in seen:
+            dirs.append(d)
+            seen.add(d)
+    return os.pathsep.join(dirs)
 
 
 @dataclass(frozen=True)
@@ -17,6 +31,14 @@ class CliRuntime:
     adapter: CliAdapter
     path: str
     parent_env: Mapping[str, str] | None = None
+    # Detection may promote a wrapper to the family its own config names.
+    family: str | None = None
+    confidence: FamilyConfidence | None = None
+    # Directories from the user's login-shell PATH (nvm, volta, pipx ...), so a CLI found
+    # there also finds its interpreter.
+    extra_path: tuple[str, ...] = ()
+    # Variables the user allows through to every external CLI, besides the adapter's own.
+    allow_env: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -28,11 +50,18 @@ class CliRuntime:
 
     @property
     def model_family(self) -> str:
-        return self.adapter.model_family
+        return self.family or self.adapter.model_family
 
     @property
     def family_confidence(self) -> FamilyConfidence:
-        return self.adapter.family_confidence
+        return self.confidence or self.adapter.family_confidence
+
+    def environment(self) -> dict[str, str]:
+        parent = dict(os.environ) if self.parent_env is None else dict(self.parent_env)
+        env = adapter_env(self.adapter, parent, self.allow_env)
+        if self.extra_path:
+            env["PATH"] = merged_path(env.get("PATH", os.defpath), self.extra_path)
+        return env
 
     async def ask(
         self,
@@ -42,25 +71,108 @@ class CliRuntime:
         max_output_bytes: int,
         on_start: Callable[[int], None] | None = None,
     ) -> RuntimeReply:
-        env = adapter_env(self.adapter, self.parent_env)
+        env = self.environment()
         secrets = secret_values(env)
         started = time.monotonic()
-        result = await run_process(
-            self.adapter.argv(self.path),
-            stdin=prompt.encode("utf-8"),
-            env=env,
-            timeout_s=timeout_s,
-            max_stdout=max_output_bytes,
-            on_start=on_start,
+        first = await self._run_once(prompt, env, timeout_s, max_output_bytes, on_start)
+        retry = self.adapter.retry_once_when
+        if retry is None or first[0].outcome == "ok" or not _demanded(first[1], retry):
+            reply = first[0]
+            return _redacted(reply, secrets, int((time.monotonic() - started) * 1000))
+        # Exactly one more try, in a fresh empty directory like the first.
+        second = await self._run_once(prompt, env, timeout_s, max_output_bytes, on_start)
+        attempts = (
+            self._attempt(first[0], secrets, "demanded an upgrade; retried once"),
+            self._attempt(second[0], secrets),
         )
+        reply = second[0]
+        if reply.outcome != "ok" and _demanded(second[1], retry):
+            reply = RuntimeReply(
+                reply.outcome,
+                None,
+                f"still demands an upgrade after one retry: {reply.detail}",
+                reply.exit_code,
+                reply.latency_ms,
+            )
+            attempts = (attempts[0], self._attempt(reply, secrets))
+        total = int((time.monotonic() - started) * 1000)
+        out = _redacted(reply, secrets, total)
+        return RuntimeReply(
+            out.outcome, out.text, out.detail, out.exit_code, total, out.truncated, attempts
+        )
+
+    async def _run_once(
+        self,
+        prompt: str,
+        env: dict[str, str],
+        timeout_s: float,
+        max_output_bytes: int,
+        on_start: Callable[[int], None] | None,
+    ) -> tuple[RuntimeReply, ProcessResult | None]:
+        support: str | None = None
+        try:
+            prompt_file: str | None = None
+            stdin = prompt.encode("utf-8")
+            if self.adapter.needs_support_dir:
+                support = tempfile.mkdtemp(prefix="rune-council-support-")
+                for name, content in self.adapter.support_files.items():
+                    _write_private(os.path.join(support, name), content.encode("utf-8"))
+                if self.adapter.prompt_via == "file":
+                    prompt_file = os.path.join(support, "prompt.txt")
+                    _write_private(prompt_file, stdin)
+                    stdin = b""
+            started = time.monotonic()
+            result = await run_process(
+                self.adapter.argv(self.path, support, prompt_file),
+                stdin=stdin,
+                env=env,
+                timeout_s=timeout_s,
+                max_stdout=max_output_bytes,
+                on_start=on_start,
+            )
+        finally:
+            if support is not None:
+                shutil.rmtree(support, ignore_errors=True)
         latency = int((time.monotonic() - started) * 1000)
         if result.outcome in ("timeout", "too_large", "spawn_error", "cancelled"):
             return RuntimeReply(
-                result.outcome, None, redact(result.detail, secrets), result.exit_code, latency
-            )
+                result.outcome, None, result.detail, result.exit_code, latency
+            ), None
         stdout = result.stdout.decode("utf-8", errors="replace")
         stderr = result.stderr.decode("utf-8", errors="replace")
         parsed = self.adapter.parse(stdout, stderr)
         outcome, detail = classify_exit(result.exit_code, parsed)
-        text = redact(parsed.text, secrets) if parsed.text is not None else None
-        return RuntimeReply(outcome, text, redact(detail, secrets), result.exit_code, latency)
+        return RuntimeReply(outcome, parsed.text, detail, result.exit_code, latency), result
+
+    def _attempt(self, reply: RuntimeReply, secrets: list[str], note: str = "") -> Attempt:
+        detail = redact(reply.detail, secrets)
+        return Attempt(
+            runtime=self.name,
+            source=self.source,
+            outcome=reply.outcome,
+            detail=(f"{detail} ({note})" if note else detail)[:1000],
+            exit_code=reply.exit_code,
+            latency_ms=reply.latency_ms,
+        )
+
+
+def _demanded(result: ProcessResult | None, check: Callable[[str, str], bool]) -> bool:
+    if result is None:
+        return False
+    return check(
+        result.stdout.decode("utf-8", errors="replace"),
+        result.stderr.decode("utf-8", errors="replace"),
+    )
+
+
+def _redacted(reply: RuntimeReply, secrets: list[str], latency_ms: int) -> RuntimeReply:
+    text = redact(reply.text, secrets) if reply.text is not None else None
+    return RuntimeReply(
+        reply.outcome, text, redact(reply.detail, secrets), reply.exit_code, latency_ms
+    )
+
+
+def _write_private(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)

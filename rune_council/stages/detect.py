@@ -3,6 +3,12 @@
 Probes run in parallel (resolved absolute path, executable bit, ``--version`` under a short
 timeout), and the report is cached in ``.rune/runtimes.json`` for the rest of the local day
 so repeated councils do not pay for the probes again. Finding nothing is a valid outcome.
+
+A CLI missing from PATH is looked for on the user's login-shell PATH too (asked once, and
+cached with the report). A wrapper CLI is promoted from ``unknown`` to a family only when
+its own configuration names its backend model. A CLI that cannot meet the dispatch safety
+rules is listed as ``ineligible`` with the reason. Agents only the ``1devtool-agent`` bridge
+can reach are listed as ``1devtool:<agent>``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ from ..contract import DetectedRuntime, RuntimesFile
 from ..paths import RuneDir
 from ..recorder import atomic_write_json
 from ..runtimes.adapters import ADAPTERS, CliAdapter, adapter_env
+from ..runtimes.base import redact, secret_values
+from ..runtimes.bridge import BRIDGE_NAME, RUNTIME_PREFIX, find_bridge, list_agents
+from ..runtimes.cli import merged_path
+from ..runtimes.login_path import LoginPath, login_shell_path
 from ..runtimes.process import run_process
 
 VERSION_TIMEOUT_S = 10.0
@@ -35,61 +45,159 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
-async def probe(adapter: CliAdapter, env: Mapping[str, str]) -> DetectedRuntime:
+def _search_path(env: Mapping[str, str], login: Sequence[str]) -> str:
+    return merged_path(env.get("PATH", os.defpath), login)
+
+
+def family_of(adapter: CliAdapter, env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
+    """The family fields of a report entry, and a note saying where they came from."""
     base: dict[str, Any] = {
-        "runtime": adapter.name,
         "model_family": adapter.model_family,
         "family_confidence": adapter.family_confidence,
     }
-    found = shutil.which(adapter.executable, path=env.get("PATH", os.defpath))
+    if not adapter.wrapper:
+        return base, ""
+    reading = adapter.backend(env) if adapter.backend is not None else None
+    if reading is None:
+        return base, "wrapper: its config names no backend model of a known family"
+    promoted = {"model_family": reading.family, "family_confidence": "confirmed"}
+    return promoted, f"backend model {reading.model!r} named in {reading.evidence}"
+
+
+async def probe(
+    adapter: CliAdapter, env: Mapping[str, str], login: Sequence[str] = ()
+) -> DetectedRuntime:
+    family, family_note = family_of(adapter, env)
+    base: dict[str, Any] = {"runtime": adapter.name, **family}
+    search = _search_path(env, login)
+    found = shutil.which(adapter.executable, path=search)
     if found is None:
-        return DetectedRuntime(status="unavailable", detail="not found on PATH", **base)
-    path = os.path.realpath(found)
-    if not os.access(path, os.X_OK):
-        return DetectedRuntime(status="unavailable", path=path, detail="not executable", **base)
-    # Probe through the resolved path with the same env the voice would get, so what we
-    # check is what DISPATCH will run.
-    child_env = adapter_env(adapter, env)
-    child_env["PATH"] = env.get("PATH", os.defpath)
-    result = await run_process(
-        [found, *adapter.version_args],
-        stdin=b"",
-        env=child_env,
-        timeout_s=VERSION_TIMEOUT_S,
-        max_stdout=64_000,
-    )
-    if result.outcome != "ok":
+        where = "PATH or the login-shell PATH" if login else "PATH"
+        return DetectedRuntime(status="unavailable", detail=f"not found on {where}", **base)
+    found = os.path.abspath(found)
+    if not os.access(found, os.X_OK):
+        return DetectedRuntime(status="unavailable", path=found, detail="not executable", **base)
+    version: str | None = None
+    if adapter.version_args:
+        # Probe through the resolved path with the same env the voice would get, so what
+        # we check is what DISPATCH will run.
+        child_env = adapter_env(adapter, env)
+        child_env["PATH"] = search
+        result = await run_process(
+            [found, *adapter.version_args],
+            stdin=b"",
+            env=child_env,
+            timeout_s=VERSION_TIMEOUT_S,
+            max_stdout=64_000,
+        )
+        if result.outcome != "ok":
+            return DetectedRuntime(
+                status="unavailable",
+                path=found,
+                detail=redact(f"version probe failed: {result.detail}", secret_values(child_env)),
+                **base,
+            )
+        # A probe's output is recorded, so credentials the CLI could see are masked in it.
+        text = redact(
+            (result.stdout or result.stderr).decode("utf-8", errors="replace"),
+            secret_values(child_env),
+        )
+        match = _VERSION.search(text)
+        version = (
+            match.group(0) if match else text.strip().splitlines()[0][:80] if text.strip() else None
+        )
+    notes = [
+        n
+        for n in (family_note, "" if adapter.verified == "real binary" else "flags from docs only")
+        if n
+    ]
+    if adapter.ineligible:
         return DetectedRuntime(
-            status="unavailable",
+            status="ineligible",
             path=found,
-            detail=f"version probe failed: {result.detail}",
+            version=version,
+            detail=f"ineligible: {adapter.ineligible}",
             **base,
         )
-    text = (result.stdout or result.stderr).decode("utf-8", errors="replace")
-    match = _VERSION.search(text)
-    version = (
-        match.group(0) if match else text.strip().splitlines()[0][:80] if text.strip() else None
+    return DetectedRuntime(
+        status="available", path=found, version=version, detail="; ".join(notes), **base
     )
-    return DetectedRuntime(status="available", path=found, version=version, **base)
+
+
+async def _bridge_entries(
+    bridge: str, env: Mapping[str, str], direct: list[DetectedRuntime], login: Sequence[str]
+) -> list[DetectedRuntime]:
+    agents, summary = await list_agents(bridge, {**env, "PATH": _search_path(env, login)})
+    reachable = {d.runtime for d in direct if d.status in ("available", "ineligible")}
+    entries: list[DetectedRuntime] = []
+    for agent in agents:
+        if agent.name in reachable:
+            continue  # run directly, with our own read-only flags
+        adapter = ADAPTERS.get(agent.name)
+        family: dict[str, Any] = {"model_family": "unknown", "family_confidence": "unknown"}
+        note = "not in the family map"
+        if adapter is not None:
+            family, note = family_of(adapter, env)
+        common: dict[str, Any] = {
+            "runtime": f"{RUNTIME_PREFIX}{agent.name}",
+            "path": bridge,
+            "version": agent.version,
+            "via": BRIDGE_NAME,
+            **family,
+        }
+        if adapter is not None and adapter.ineligible:
+            entries.append(
+                DetectedRuntime(
+                    status="ineligible", detail=f"ineligible: {adapter.ineligible}", **common
+                )
+            )
+            continue
+        detail = "; ".join(n for n in (f"via {BRIDGE_NAME}", note) if n)
+        entries.append(DetectedRuntime(status="available", detail=detail, **common))
+    if not agents:
+        entries.append(
+            DetectedRuntime(runtime=BRIDGE_NAME, status="unavailable", path=bridge, detail=summary)
+        )
+    return entries
 
 
 async def detect_runtimes(
     env: Mapping[str, str] | None = None,
     adapters: Sequence[CliAdapter] | None = None,
+    *,
+    config_digest: str | None = None,
 ) -> RuntimesFile:
     env = dict(os.environ) if env is None else env
     chosen = list(ADAPTERS.values()) if adapters is None else list(adapters)
-    detected = await asyncio.gather(*(probe(a, env) for a in chosen))
-    return RuntimesFile(checked_at=_now(), session_marker=_today(), detected=list(detected))
+    path = env.get("PATH", os.defpath)
+    missing = [n for n in [a.executable for a in chosen] if shutil.which(n, path=path) is None]
+    login = LoginPath(None, (), "")
+    if missing:
+        # Asked once per detection, only when something is not on the PATH we were given.
+        login = await login_shell_path(env)
+    detected = list(await asyncio.gather(*(probe(a, env, login.dirs) for a in chosen)))
+    bridge = find_bridge(env, login.dirs)
+    if bridge is not None:
+        detected += await _bridge_entries(bridge, env, detected, login.dirs)
+    return RuntimesFile(
+        checked_at=_now(),
+        session_marker=_today(),
+        bridge_path=bridge,
+        detected=detected,
+        login_shell=login.shell,
+        login_path=list(login.dirs),
+        config_digest=config_digest,
+    )
 
 
-def load_cached(rune_dir: RuneDir) -> RuntimesFile | None:
-    """Today's cache, if it is readable and every runtime it lists is still on disk."""
+def load_cached(rune_dir: RuneDir, config_digest: str | None = None) -> RuntimesFile | None:
+    """Today's cache, if it is readable, probed the same runtime definitions, and every
+    runtime it lists is still on disk."""
     try:
         cached = RuntimesFile.model_validate_json(rune_dir.runtimes_file.read_bytes())
     except (OSError, ValidationError, ValueError):
         return None
-    if cached.session_marker != _today():
+    if cached.session_marker != _today() or cached.config_digest != config_digest:
         return None
     for item in cached.detected:
         if item.status == "available" and (item.path is None or not os.path.exists(item.path)):
@@ -102,12 +210,18 @@ async def detect(
     *,
     refresh: bool = False,
     env: Mapping[str, str] | None = None,
+    adapters: Sequence[CliAdapter] | None = None,
+    config_digest: str | None = None,
 ) -> tuple[RuntimesFile, bool]:
-    """The runtime report and whether it came from the cache."""
+    """The runtime report and whether it came from the cache.
+
+    ``adapters`` defaults to the built-in ones; pass user-defined ones too (with the
+    ``config_digest`` of their definitions, so an edited definition is probed afresh).
+    """
     if not refresh:
-        cached = load_cached(rune_dir)
+        cached = load_cached(rune_dir, config_digest)
         if cached is not None:
             return cached, True
-    report = await detect_runtimes(env)
+    report = await detect_runtimes(env, adapters, config_digest=config_digest)
     atomic_write_json(rune_dir.runtimes_file, report.model_dump(mode="json"))
     return report, False

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 
 from ..contract import Attempt, Budget, RawOutput, Voice
-from ..runtimes.base import Runtime, RuntimeReply
+from ..runtimes.base import Answerer, Runtime, RuntimeReply
 from .allocate import SlotPrompts
 
 RAW_CHAR_CAP = 200_000
@@ -30,6 +30,23 @@ def _attempt(runtime: Runtime, reply: RuntimeReply) -> Attempt:
         exit_code=reply.exit_code,
         latency_ms=reply.latency_ms,
     )
+
+
+def _attempts(runtime: Runtime, reply: RuntimeReply) -> list[Attempt]:
+    """Every try behind one reply: a runtime with failover reports each model it asked."""
+    if reply.attempts:
+        return list(reply.attempts)
+    return [_attempt(runtime, reply)]
+
+
+def _adopt(voice: Voice, who: Answerer | None) -> None:
+    """The slot now belongs to the model that answered, which failover may have changed."""
+    if who is None:
+        return
+    voice.runtime = who.runtime
+    voice.model = who.model
+    voice.model_family = who.model_family
+    voice.family_confidence = who.family_confidence
 
 
 def _complete(voice: Voice, reply: RuntimeReply) -> None:
@@ -65,10 +82,12 @@ async def run_slot(
         voice.status = "running"
         on_change(voice, f"dispatched to {primary.name}")
         reply = await ask(primary, prompts.primary)
-        voice.attempts.append(_attempt(primary, reply))
+        voice.attempts.extend(_attempts(primary, reply))
         if reply.outcome == "ok":
+            _adopt(voice, reply.answered_by)
             _complete(voice, reply)
-            on_change(voice, f"{primary.name} answered")
+            failovers = f" after {primary.name} failed" if voice.runtime != primary.name else ""
+            on_change(voice, f"{voice.runtime} answered{failovers}")
             return voice
         failure = f"{primary.name}: {reply.outcome}: {reply.detail}"
         if primary is subagent:
@@ -86,14 +105,16 @@ async def run_slot(
         voice.is_fallback = True
     voice.source = subagent.source
     voice.runtime = subagent.name
+    voice.model = None
     voice.model_family = subagent.model_family
     voice.family_confidence = subagent.family_confidence
     voice.persona = prompts.fallback_persona
     voice.status = "running"
     on_change(voice, f"fallback to subagent {subagent.name} after {failure}")
     reply = await ask(subagent, prompts.fallback)
-    voice.attempts.append(_attempt(subagent, reply))
+    voice.attempts.extend(_attempts(subagent, reply))
     if reply.outcome == "ok":
+        _adopt(voice, reply.answered_by)
         _complete(voice, reply)
         on_change(voice, f"subagent {subagent.name} answered")
     else:

@@ -62,6 +62,7 @@ def _council(
             "--id",
             run_id,
             "--json",
+            "--yes",
         ]
         if subagent:
             argv += ["--subagent-cmd", f"{sys.executable} {scenario.SUBAGENT_SCRIPT}"]
@@ -92,7 +93,8 @@ def _council(
         runtimes = (work / ".rune" / "runtimes.json").read_text()
         bin_dir = str(node_bin_dir())
         neutral_runtimes = runtimes.replace(bin_dir, f"{NEUTRAL_HOME}/.local/bin")
-        (OUT / "runtimes.json").write_text(json.dumps(json.loads(neutral_runtimes), indent=2) + "\n")
+        neutral = json.dumps(json.loads(neutral_runtimes), indent=2)
+        (OUT / "runtimes.json").write_text(neutral + "\n")
         return work
 
 

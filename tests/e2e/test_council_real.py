@@ -123,6 +123,7 @@ def env(tmp_path: Path, server: ModelServer) -> dict[str, str]:
     # The product under test is this checkout, whichever interpreter runs the tests.
     # (The runtimes' env policy does not pass PYTHONPATH on to the voices.)
     env["PYTHONPATH"] = str(REPO)
+    env["RUNE_COUNCIL_ALLOW_EXTERNAL"] = "1"  # consent for external dispatch
     return env
 
 

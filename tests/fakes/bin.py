@@ -11,7 +11,16 @@ import sys
 from pathlib import Path
 
 FAKE_CLI = Path(__file__).with_name("fake_cli.py")
-FORMATS = {"claude": "claude-json", "codex": "codex-jsonl", "gemini": "gemini-json"}
+FORMATS = {
+    "claude": "claude-json",
+    "codex": "codex-jsonl",
+    "gemini": "gemini-json",
+    "qwen": "qwen-json",
+    "opencode": "opencode-jsonl",
+    "aider": "aider-text",
+    "cline": "cline-jsonl",
+    "amp": "amp-jsonl",
+}
 
 
 def install_fake(

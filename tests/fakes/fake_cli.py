@@ -25,6 +25,9 @@ FAKE_MODE (default ``answer``):
                      1 KiB to stderr after each read, then print the answer; a caller that
                      writes the whole prompt before reading anything deadlocks on this one
     ignore_sigterm   ignore SIGTERM, do not read stdin, sleep FAKE_SLEEP_S (default 3600)
+    upgrade_demand   read stdin; the first call (every call with FAKE_UPGRADE_ALWAYS=1) prints
+                     an opencode-style upgrade demand and exits 1, later calls answer;
+                     FAKE_STATE_FILE counts the calls
     fork_grandchild  fork a grandchild that sleeps FAKE_GRANDCHILD_SLEEP_S (default 3600)
                      while holding stdout/stderr open, then behave like ``answer``
                      (FAKE_SLEEP_S delays the answer, so a long one makes the child hang too)
@@ -38,6 +41,13 @@ Other variables:
                               {"type": "item.completed",
                                "item": {"type": "agent_message", "text": ANSWER}}
                             ``gemini-json``: {"response": ANSWER}
+                            qwen-json, opencode-jsonl, opencode-error, aider-text,
+                            aider-error, cline-jsonl, cline-error, amp-jsonl: the shapes
+                            those CLIs print (see _more_formats)
+    FAKE_ENV_COPY           write the environment the fake was given to this file (JSON)
+    FAKE_ARGV_LOG           append {"argv", "cwd", "cwd_entries"} to this file, one JSON
+                            object a line; with FAKE_COPY_FILE_ARG=--flag, also the content
+                            ("file") and mode of the file named after --flag
     FAKE_SLEEP_S            seconds to sleep, see the modes
     FAKE_EXIT_CODE          exit code, see the modes
     FAKE_FLOOD_BYTES        how many bytes ``flood`` writes
@@ -96,8 +106,56 @@ def _format(answer: str) -> bytes:
         return "".join(json.dumps(e) + "\n" for e in events).encode()
     if fmt == "gemini-json":
         return (json.dumps({"response": answer}) + "\n").encode()
+    more = _more_formats(fmt, answer)
+    if more is not None:
+        return more
     sys.stderr.write(f"fake_cli: unknown FAKE_FORMAT {fmt!r}\n")
     sys.exit(64)
+
+
+def _more_formats(fmt: str, answer: str) -> bytes | None:
+    """The output shapes of qwen, opencode, aider, cline and amp, as their real binaries
+    print them (trimmed to the fields that matter); ``*-error`` shapes are API failures."""
+    if fmt == "qwen-json":
+        doc = [
+            {"type": "system", "subtype": "init", "tools": [], "model": "m"},
+            {"type": "assistant", "message": {"content": [{"type": "text", "text": answer}]}},
+            {"type": "result", "subtype": "success", "is_error": False, "result": answer},
+        ]
+        return json.dumps(doc).encode()
+    if fmt == "opencode-jsonl":
+        events = [
+            {"type": "step_start", "part": {"type": "step-start"}},
+            {"type": "text", "part": {"type": "text", "text": answer}},
+            {"type": "step_finish", "part": {"type": "step-finish", "reason": "stop"}},
+        ]
+        return "".join(json.dumps(e) + "\n" for e in events).encode()
+    if fmt == "opencode-error":
+        data = {"message": answer, "statusCode": 400}
+        event = {"type": "error", "error": {"name": "APIError", "data": data}}
+        return (json.dumps(event) + "\n").encode()
+    if fmt in ("aider-text", "aider-error"):
+        banner = (
+            "Aider v0.86.2\nModel: openai/m with ask edit format\nGit repo: none\n"
+            "Repo-map: disabled\n\n"
+        )
+        if fmt == "aider-error":
+            return (banner + f"litellm.BadRequestError: OpenAIException - {answer}\n").encode()
+        return (banner + answer + "\n\nTokens: 64 sent, 5 received.\n").encode()
+    if fmt in ("cline-jsonl", "cline-error"):
+        reason = "error" if fmt == "cline-error" else "completed"
+        events = [
+            {"type": "agent_event", "event": {"type": "iteration_start", "iteration": 1}},
+            {"type": "run_result", "finishReason": reason, "text": answer},
+        ]
+        return "".join(json.dumps(e) + "\n" for e in events).encode()
+    if fmt == "amp-jsonl":
+        events = [
+            {"type": "system", "subtype": "init", "tools": []},
+            {"type": "result", "subtype": "success", "is_error": False, "result": answer},
+        ]
+        return "".join(json.dumps(e) + "\n" for e in events).encode()
+    return None
 
 
 def _write(fd: int, data: bytes) -> None:
@@ -181,9 +239,53 @@ def _slow_stdin() -> None:
     _write(1, _format(_answer_text()))
 
 
+def _record_call() -> None:
+    """FAKE_ENV_COPY gets the environment as JSON; FAKE_ARGV_LOG one JSON argv per line."""
+    path = os.environ.get("FAKE_ENV_COPY")
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(dict(os.environ), fh)
+    path = os.environ.get("FAKE_ARGV_LOG")
+    if path:
+        cwd = os.getcwd()
+        line = {"argv": sys.argv[1:], "cwd": cwd, "cwd_entries": os.listdir(cwd)}
+        flag = os.environ.get("FAKE_COPY_FILE_ARG")
+        if flag and flag in sys.argv[1:-1]:
+            named = sys.argv[sys.argv.index(flag) + 1]
+            with open(named, encoding="utf-8") as fh:
+                line["file"] = fh.read()
+            line["file_mode"] = oct(os.stat(named).st_mode & 0o777)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, (json.dumps(line) + "\n").encode())
+        finally:
+            os.close(fd)
+
+
+def _upgrade_demand() -> int:
+    """Like opencode told by its provider that the client is too old: the first call (or
+    every call, with FAKE_UPGRADE_ALWAYS=1) fails with an upgrade demand."""
+    _read_stdin()
+    state = _env("FAKE_STATE_FILE", "")
+    first = not (state and os.path.exists(state))
+    if state:
+        with open(state, "a", encoding="utf-8") as fh:
+            fh.write("called\n")
+    if first or _env("FAKE_UPGRADE_ALWAYS", "") == "1":
+        data = {"message": "This model requires a newer version of opencode. Please upgrade."}
+        event = {"type": "error", "error": {"name": "UpgradeRequired", "data": data}}
+        _write(1, (json.dumps(event) + "\n").encode())
+        return 1
+    _write(1, _format(_answer_text()))
+    return 0
+
+
 def main() -> int:
     mode = _env("FAKE_MODE", "answer")
     _record_pid("child", os.getpid())
+    _record_call()
+    if mode == "upgrade_demand":
+        return _upgrade_demand()
     if _env("FAKE_IGNORE_SIGTERM", "") == "1" or mode == "ignore_sigterm":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
 

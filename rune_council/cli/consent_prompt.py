@@ -1,0 +1,50 @@
+"""The interactive half of consent: ask on a terminal before the first external dispatch.
+
+The library never prompts; it takes ``allow_external`` or the standing settings (see
+``rune_council.consent``). The command line adds ``--yes`` and, when both stdin and stderr
+are a terminal and nothing has decided yet, one question naming the CLIs that would get the
+prompt. A yes is remembered for this project's rune dir.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from ..paths import RuneDir
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def external_consent(where: RuneDir, *, yes: bool, refresh: bool = False) -> bool | None:
+    """True/False when decided here; None leaves it to the environment and config files."""
+    if yes:
+        return True
+    if not _interactive():
+        return None
+    from ..consent import decide, remember
+    from ..runtimes.assembly import assemble_clis, config_sources
+
+    env = dict(os.environ)
+    if decide(None, env, config_sources(where, env), where) is not None:
+        return None
+    found = asyncio.run(assemble_clis(where, env=env, refresh=refresh, allow_external=True))
+    names = [r.name for r in found.runtimes]
+    if not names:
+        return None
+    typer.echo(
+        f"rune council: this sends the question (and any artifact) to {', '.join(names)}, "
+        "which pass it to the model services they are configured for.",
+        err=True,
+    )
+    granted = typer.confirm("Allow external AI CLIs for this project?", default=False, err=True)
+    if granted:
+        remember(where)
+    return granted

@@ -1,0 +1,83 @@
+"""``rune council demo``: the whole council on built-in simulated voices, in a few seconds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import EXIT_BAD_INPUT, EXIT_CANCELLED, EXIT_NOTHING_GATHERED, council_app, fail
+
+
+@council_app.command(
+    "demo",
+    short_help="Run a council of built-in simulated voices (no CLI, no network).",
+    help=(
+        "See a council work with nothing installed: four built-in simulated voices of four "
+        "model families (no AI CLI, no network) critique a small migration plan. Two agree "
+        "on a verified finding, one disagrees, one fails; the real GATE, NORMALIZE and "
+        "ARBITRATE decide. Writes a real run file you can then show, watch or verify."
+    ),
+)
+def demo_command(
+    pace: Annotated[
+        float,
+        typer.Option(
+            help="Scale the simulated voices' delays (1 is about 2.5 s; 0 answers at once).",
+            min=0,
+            max=60,
+        ),
+    ] = 1.0,
+    run_id: Annotated[
+        str | None, typer.Option("--id", help="Run id (default demo-<time>-<random>).")
+    ] = None,
+    rune_dir: Annotated[
+        Path | None,
+        typer.Option(help="Where .rune files go (default ./.rune, or $RUNE_COUNCIL_DIR)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the CouncilResult as JSON and nothing else.")
+    ] = False,
+) -> None:
+    from ..council import convene, new_run_id, parse_request
+    from ..demo import demo_request, demo_runtimes
+    from ..errors import CouncilError
+    from ..paths import RuneDir
+    from .live import progress
+    from .runs_cmds import report
+
+    where = RuneDir.resolve(rune_dir)
+    try:
+        request = parse_request(demo_request(run_id or f"demo-{new_run_id()}"))
+    except CouncilError as exc:  # a bad --id
+        raise fail(str(exc), EXIT_BAD_INPUT) from None
+    if not as_json:
+        typer.echo(
+            f"demo: {len(demo_runtimes())} simulated voices (no AI CLI, no network) on: "
+            f"{request.question}",
+            err=True,
+        )
+    try:
+        with progress(enabled=not as_json) as on_event:
+            result = convene(
+                request,
+                runtimes=demo_runtimes(pace),
+                rune_dir=where.root,
+                on_event=on_event,
+            )
+    except KeyboardInterrupt:
+        raise fail("cancelled; the run file records what had completed", EXIT_CANCELLED) from None
+    except CouncilError as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from None
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        typer.echo(report(result))
+        typer.echo(
+            f"\nNext: rune council show {result.id} | rune council verify {result.id} | "
+            f"rune council list" + ("" if rune_dir is None else f"  (with --rune-dir {rune_dir})"),
+            err=True,
+        )
+    if result.voices_valid == 0:
+        raise typer.Exit(EXIT_NOTHING_GATHERED)

@@ -1,0 +1,94 @@
+"""Consent for sending a question (and the artifact) to the external AI CLIs.
+
+An external CLI ships the prompt to whatever model service its user configured, so the
+first external dispatch needs a yes. It comes, in this order, from: the caller
+(``convene(allow_external=...)``, ``rune council --yes``), the environment variable
+``RUNE_COUNCIL_ALLOW_EXTERNAL`` (``1``/``0``), ``allow_external`` under ``[consent]`` in the
+project's or the user's ``council.toml``, or a yes given earlier at the interactive prompt
+(remembered in ``<rune dir>/consent.json``). Without any of these a non-interactive run
+dispatches nothing external: the council runs on subagents only and says why.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import RuntimeConfigError
+from .paths import RuneDir
+from .recorder import atomic_write_json
+
+ENV_ALLOW = "RUNE_COUNCIL_ALLOW_EXTERNAL"
+REMEMBERED = "consent.json"
+_YES = {"1", "true", "yes", "on"}
+_NO = {"0", "false", "no", "off"}
+HOW_TO_GRANT = (
+    f"pass --yes, set {ENV_ALLOW}=1, or put allow_external = true under [consent] in council.toml"
+)
+
+
+@dataclass(frozen=True)
+class Consent:
+    allowed: bool
+    source: str  # who decided, for the run file and the progress output
+
+    def describe(self) -> str:
+        return f"{'granted' if self.allowed else 'not granted'} ({self.source})"
+
+
+def from_config(sources: list[tuple[Path, Mapping[str, Any]]]) -> Consent | None:
+    """The last ``[consent] allow_external`` setting among the files, project last."""
+    found: Consent | None = None
+    for path, data in sources:
+        table = data.get("consent")
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise RuntimeConfigError(f"{path}: [consent] must be a table")
+        value = table.get("allow_external")
+        if value is None:
+            continue
+        if not isinstance(value, bool):
+            raise RuntimeConfigError(f"{path}: consent.allow_external must be true or false")
+        found = Consent(value, f"allow_external = {str(value).lower()} in {path}")
+    return found
+
+
+def remembered(rune_dir: RuneDir) -> Consent | None:
+    path = rune_dir.root / REMEMBERED
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(doc, dict) and doc.get("allow_external") is True:
+        return Consent(True, f"granted at the prompt on {doc.get('granted_at', '?')}")
+    return None
+
+
+def remember(rune_dir: RuneDir) -> None:
+    """Keep an interactive yes, so later runs in this project do not ask again."""
+    stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    atomic_write_json(rune_dir.root / REMEMBERED, {"allow_external": True, "granted_at": stamp})
+
+
+def decide(
+    explicit: bool | None,
+    env: Mapping[str, str],
+    config: list[tuple[Path, Mapping[str, Any]]],
+    rune_dir: RuneDir,
+    *,
+    explicit_source: str = "the caller",
+) -> Consent | None:
+    """The consent in force, or None when nobody has said (the CLI may then ask)."""
+    if explicit is not None:
+        return Consent(explicit, explicit_source)
+    raw = env.get(ENV_ALLOW, "").strip().lower()
+    if raw in _YES:
+        return Consent(True, f"{ENV_ALLOW}={env[ENV_ALLOW]}")
+    if raw in _NO:
+        return Consent(False, f"{ENV_ALLOW}={env[ENV_ALLOW]}")
+    return from_config(config) or remembered(rune_dir)

@@ -1,0 +1,85 @@
+"""A council chain: a red team attacks first, then a standard council weighs its risk register.
+
+Two ordinary runs with two run files: ``<id>.red-team`` and ``<id>``. The second run's voices
+get the register as context, and its result names the red-team run it came from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from ..contract import CouncilResult, DeliberationOptions, PerspectiveRequest, RoundsOptions
+from .redteam import register_as_context
+
+RED_TEAM_SUFFIX = ".red-team"
+MAX_ID = 128
+
+
+def red_team_id(run_id: str) -> str:
+    # A trailing dot would make ".." with the suffix, which run ids refuse.
+    return run_id[: MAX_ID - len(RED_TEAM_SUFFIX)].rstrip(".") + RED_TEAM_SUFFIX
+
+
+async def aconvene_chain(
+    request: PerspectiveRequest | Mapping[str, Any], **kwargs: Any
+) -> CouncilResult:
+    """Run the red team, then the standard council; returns the standard council's result."""
+    from ..council import aconvene, parse_request
+
+    req = parse_request(request)
+    base = req.deliberation or DeliberationOptions()
+    red_request = req.model_copy(
+        update={
+            "id": red_team_id(req.id),
+            "deliberation": base.model_copy(
+                update={
+                    "council_type": "red_team",
+                    "method": "rank",
+                    "rounds": RoundsOptions(),
+                    "context": None,
+                    "chained_from": None,
+                }
+            ),
+        }
+    )
+    red = await aconvene(red_request, **kwargs)
+    register = red.deliberation.risk_register if red.deliberation else None
+    context = (
+        register_as_context(register, red.id)
+        if register is not None
+        else f"The red-team council {red.id} produced no risk register ({red.status})."
+    )
+    standard = req.model_copy(
+        update={
+            "deliberation": base.model_copy(
+                update={"council_type": "standard", "context": context, "chained_from": red.id}
+            )
+        }
+    )
+    return await aconvene(standard, **kwargs)
+
+
+def convene_chain(request: PerspectiveRequest | Mapping[str, Any], **kwargs: Any) -> CouncilResult:
+    """Blocking form of :func:`aconvene_chain`."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(aconvene_chain(request, **kwargs))
+    box: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            box["result"] = asyncio.run(aconvene_chain(request, **kwargs))
+        except BaseException as exc:  # handed back to the calling thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=worker, name="rune-council-chain")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    result: CouncilResult = box["result"]
+    return result

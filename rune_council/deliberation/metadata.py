@@ -1,0 +1,64 @@
+"""Verdict metadata, computed for every result from what the run file already holds."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from ..contract import CouncilResult, VerdictMetadata
+
+
+def _seconds(start: str, end: str | None) -> float | None:
+    if end is None:
+        return None
+    try:
+        delta = dt.datetime.fromisoformat(end) - dt.datetime.fromisoformat(start)
+    except ValueError:
+        return None
+    return round(delta.total_seconds(), 3)
+
+
+def verdict_metadata(result: CouncilResult) -> VerdictMetadata:
+    d = result.deliberation
+    score = None
+    label = None
+    dissenters: list[str] = []
+    basis = None
+    markers = []
+    if d is not None:
+        consensus = None
+        if d.rank is not None:
+            consensus = d.rank.tally.consensus
+            dissenters = list(d.rank.tally.dissenters)
+        elif d.vote is not None:
+            consensus = d.vote.consensus
+            dissenters = list(d.vote.dissenters)
+        if consensus is not None:
+            score, label = consensus.w, consensus.label
+            basis = "rankings"
+        if d.synthesis is not None:
+            markers = list(d.synthesis.uncertainty_markers)
+    if basis is None:
+        # No rankings: a YES/NO split on the question is the dissent we can see.
+        valid = [v for v in result.voices if v.status == "complete"]
+        yes = [v.id for v in valid if v.position == "yes"]
+        no = [v.id for v in valid if v.position == "no"]
+        if yes and no:
+            basis = "positions"
+            minority = yes if len(yes) < len(no) else no if len(no) < len(yes) else []
+            dissenters = minority
+    return VerdictMetadata(
+        consensus_score=score,
+        confidence_label=label,
+        dissent_detected=bool(dissenters) or basis == "positions",
+        dissent_basis=basis,  # type: ignore[arg-type]
+        dissenting_member=dissenters[0] if dissenters else None,
+        dissenting_members=dissenters,
+        uncertainty_markers=markers,
+        revision_count=max(1, len(d.rounds)) if d is not None else 1,
+        member_count=len(result.voices),
+        council_type=d.council_type if d is not None else "standard",
+        converged_early=d.converged_early if d is not None else False,
+        divergence_detected=d.divergence_detected if d is not None else False,
+        duration_seconds=_seconds(result.started_at, result.finished_at),
+        closed_at=result.finished_at,
+    )

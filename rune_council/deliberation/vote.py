@@ -1,0 +1,161 @@
+"""VOTE: every member that answered votes on every numbered item; absence shrinks the count.
+
+An item passes when its yes votes reach ``ceil(threshold x ballots counted)``. A member that
+failed, timed out or sent a ballot with no usable vote is absent: it leaves the denominator
+rather than counting as a no. An item nobody voted on is ``unvoted``, not rejected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+
+from ..contract import (
+    AbsentMember,
+    ConsensusScore,
+    ConsolidatedItem,
+    DroppedLine,
+    ItemTally,
+    MemberBallot,
+    VoteResult,
+)
+from . import concordance
+from .dsl import parse, quote
+
+Choice = str  # "yes" | "no" | "abstain"
+THRESHOLD_PRECISION = 10_000
+
+
+def required_yes(threshold: float, denominator: int) -> int:
+    """``ceil(threshold x denominator)`` without float drift (0.7 x 10 is 7, not 7.000...1)."""
+    exact = Fraction(threshold).limit_denominator(THRESHOLD_PRECISION)
+    return math.ceil(exact * denominator)
+
+
+def ballot_prompt(question: str, items: Sequence[ConsolidatedItem], red_team: bool) -> str:
+    listing = "\n".join(f"{i.number}. {quote(i.text)}" for i in items)
+    aim = (
+        "Vote yes on an item if it is a real risk that belongs in the risk register."
+        if red_team
+        else "Vote yes on an item if you would stand behind it as part of the council's answer."
+    )
+    example = "\n".join(f"VOTE -> {i.number} yes" for i in items[:2])
+    return (
+        "You are a member of a council. The members' answers to the question below were "
+        "merged into numbered items, and now every member votes on every item.\n\n"
+        f"Question:\n{question}\n\nItems:\n{listing}\n\n{aim} Vote no if you would not. "
+        "If you cannot judge an item, abstain.\n"
+        "Reply with one line per item and nothing else, in exactly this form:\n"
+        f"{example}\n"
+        'VOTE -> <number> no "<optional short reason>"\n'
+        "ABSTAIN -> <number>\n"
+    )
+
+
+def read_ballot(
+    voice_id: str, text: str, numbers: Sequence[int]
+) -> tuple[dict[int, Choice], list[DroppedLine]]:
+    """The member's choices by item number; lines that are not a usable vote are dropped."""
+    wanted = {str(n): n for n in numbers}
+    transcript = parse(text)
+    dropped = [
+        DroppedLine(line=d.line, text=d.text, reason=d.reason, source=voice_id)
+        for d in transcript.dropped + transcript.errors
+    ]
+    choices: dict[int, Choice] = {}
+    for m in transcript.moves:
+        reason = None
+        if m.verb not in ("VOTE", "ABSTAIN"):
+            reason = f"{m.verb} is not a vote"
+        elif m.target not in wanted:
+            reason = f"there is no item {m.target}"
+        elif wanted[m.target] in choices:
+            reason = f"a second vote on item {m.target}"
+        if reason is not None:
+            dropped.append(DroppedLine(line=m.line, text=m.text, reason=reason, source=voice_id))
+            continue
+        assert m.target is not None
+        choices[wanted[m.target]] = "abstain" if m.verb == "ABSTAIN" else (m.choice or "no")
+    return choices, dropped
+
+
+def count_votes(
+    items: Sequence[ConsolidatedItem],
+    choices: Mapping[str, Mapping[int, Choice]],
+    threshold: float,
+    *,
+    ballots: Sequence[MemberBallot] = (),
+    absent: Sequence[AbsentMember] = (),
+    dropped: Sequence[DroppedLine] = (),
+) -> VoteResult:
+    """``choices`` holds the counted ballots only; the absent are listed, never counted."""
+    counted = [voter for voter in choices if choices[voter]]
+    denominator = len(counted)
+    need = required_yes(threshold, denominator)
+    tallies: list[ItemTally] = []
+    unvoted: list[int] = []
+    for item in items:
+        yes = [v for v in counted if choices[v].get(item.number) == "yes"]
+        no = [v for v in counted if choices[v].get(item.number) == "no"]
+        abstain = [v for v in counted if choices[v].get(item.number) == "abstain"]
+        if not (yes or no or abstain):
+            outcome = "unvoted"
+            unvoted.append(item.number)
+        else:
+            outcome = "passed" if len(yes) >= need else "failed"
+        tallies.append(
+            ItemTally(
+                number=item.number,
+                text=item.text,
+                yes=yes,
+                no=no,
+                abstain=abstain,
+                required=need,
+                outcome=outcome,  # type: ignore[arg-type]
+            )
+        )
+    consensus, dissenters = approval_concordance(items, {v: choices[v] for v in counted})
+    return VoteResult(
+        threshold=threshold,
+        denominator=denominator,
+        counted=counted,
+        absent=list(absent),
+        items=tallies,
+        unvoted=unvoted,
+        consensus=consensus,
+        dissenters=dissenters,
+        ballots=list(ballots),
+        dropped_lines=list(dropped),
+    )
+
+
+def approval_concordance(
+    items: Sequence[ConsolidatedItem], choices: Mapping[str, Mapping[int, Choice]]
+) -> tuple[ConsensusScore, list[str]]:
+    """W of the ballots read as rankings: approved items tied above everything else."""
+    labels = [str(i.number) for i in items]
+    ballots = [
+        [[str(n) for n, c in sorted(mine.items()) if c == "yes"]] for mine in choices.values()
+    ]
+    w = concordance.kendall_w(ballots, labels)
+    dissenters: list[str] = []
+    if len(ballots) >= 3 and len(labels) >= 2:
+        tables = [concordance.ranks(b, labels) for b in ballots]
+        means = concordance.mean_spearman(tables, labels)
+        dissenters = [
+            v
+            for v, mean in zip(choices, means, strict=True)
+            if mean is not None and round(mean, 9) < 0
+        ]
+    return (
+        ConsensusScore(
+            w=None if w is None else round(w, 9),
+            label=concordance.label_for(w),  # type: ignore[arg-type]
+            method="kendall_w over approvals (yes above no, abstain and silence; tie-corrected)",
+            rankers=len(ballots),
+            proposals=len(labels),
+            note="" if w is not None else "undefined: fewer than two ballots or items, or all tied",
+        ),
+        dissenters,
+    )

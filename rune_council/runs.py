@@ -1,0 +1,205 @@
+"""Reading run files that any process wrote: find, load, list, and tell live from abandoned.
+
+A run file names the process that writes it (``orchestrator``: pid, host, a heartbeat
+refreshed every few seconds). On the same host the pid settles whether the writer is alive;
+from another host only the heartbeat's age can, so a silent remote run is declared
+abandoned only after many missed heartbeats.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
+
+from .contract import CouncilResult, Orchestrator
+from .errors import RunFileError
+from .paths import RuneDir
+
+# Six missed heartbeats (they come every 5 s) before a run on another host counts as gone.
+REMOTE_STALE_AFTER_S = 30.0
+# A heartbeat this old from a live pid on this host is worth a warning, not a verdict: a
+# blocking subagent callable can hold the event loop for minutes.
+LOCAL_STALL_WARN_S = 20.0
+# Slack between a process starting and it writing ``started_at``; a pid whose process began
+# later than that has been reused by something else.
+PID_REUSE_SLACK_S = 2.0
+
+
+def locate(ref: str, rune_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The run file for a run id, or ``ref`` itself when it reads as a path.
+
+    Anything with a path separator is a path; so is an existing ``*.json`` file. Otherwise it
+    is a run id, checked for safety before it touches the file system.
+    """
+    if os.sep in ref or "/" in ref or (ref.endswith(".json") and Path(ref).is_file()):
+        return Path(ref).absolute()
+    return RuneDir.resolve(rune_dir).run_file(ref)
+
+
+def load(path: Path) -> CouncilResult:
+    """Parse a run file; every failure is one ``RunFileError`` line saying what is wrong."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise RunFileError(f"no run file at {path}") from None
+    except OSError as exc:
+        raise RunFileError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunFileError(f"{path} is not JSON: {exc}") from None
+    try:
+        return CouncilResult.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "document"
+        raise RunFileError(
+            f"{path} is not a council run file: {where}: {first['msg']}"
+            + (f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else "")
+        ) from None
+
+
+def parse_time(stamp: str | None) -> dt.datetime | None:
+    if not stamp:
+        return None
+    try:
+        value = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def seconds_between(start: str | None, end: str | None) -> float | None:
+    a, b = parse_time(start), parse_time(end)
+    if a is None or b is None:
+        return None
+    return (b - a).total_seconds()
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """What can be said about the process writing a run.
+
+    ``finished``: the run has a final status. ``alive``: its writer is known to be running.
+    ``gone``: its writer is known to be dead, so the run will never finish. ``unknown``: no
+    way to tell yet (another host with a recent heartbeat, or no orchestrator recorded).
+    """
+
+    state: Literal["finished", "alive", "gone", "unknown"]
+    detail: str = ""
+    heartbeat_age_s: float | None = None
+
+
+def _process_state(pid: int, started_at: str) -> tuple[bool, str]:
+    """(alive, why) for a pid on this host, seeing through zombies and reused pids."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        status = proc.status()
+        created = proc.create_time()
+    except psutil.NoSuchProcess:
+        return False, f"process {pid} no longer exists"
+    except psutil.AccessDenied:
+        return True, f"process {pid} exists (not ours to inspect)"
+    if status == psutil.STATUS_ZOMBIE:
+        return False, f"process {pid} has exited"
+    began = parse_time(started_at)
+    if began is not None and created > began.timestamp() + PID_REUSE_SLACK_S:
+        return False, f"process {pid} exited (its pid now belongs to another process)"
+    return True, f"process {pid} is running"
+
+
+def liveness(
+    result: CouncilResult,
+    *,
+    now: dt.datetime | None = None,
+    host: str | None = None,
+) -> Liveness:
+    if result.status != "running":
+        return Liveness("finished", result.status)
+    orch: Orchestrator | None = result.orchestrator
+    if orch is None:
+        return Liveness("unknown", "the run file records no orchestrator")
+    now = now or dt.datetime.now(dt.UTC)
+    beat = parse_time(orch.heartbeat_at)
+    age = (now - beat).total_seconds() if beat else None
+    here = host or socket.gethostname()
+    if orch.host == here:
+        alive, why = _process_state(orch.pid, orch.started_at)
+        return Liveness("alive" if alive else "gone", f"{why} on {orch.host}", age)
+    if age is not None and age > REMOTE_STALE_AFTER_S:
+        return Liveness(
+            "gone",
+            f"orchestrator on host {orch.host} (pid {orch.pid}) sent no heartbeat for {age:.0f} s",
+            age,
+        )
+    return Liveness("unknown", f"orchestrator runs on another host ({orch.host})", age)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of ``rune council list``."""
+
+    path: Path
+    run_id: str
+    question: str
+    status: str
+    decorrelation: str | None
+    voices_valid: int
+    voices_requested: int
+    started_at: str
+    duration_s: float | None
+    problem: str | None = None
+
+
+def summarise(path: Path, *, host: str | None = None) -> RunSummary:
+    try:
+        result = load(path)
+    except RunFileError as exc:
+        run_id = path.stem.removeprefix("run-")
+        return RunSummary(path, run_id, "", "unreadable", None, 0, 0, "", None, str(exc))
+    status: str = result.status
+    if status == "running" and liveness(result, host=host).state == "gone":
+        status = "abandoned"
+    end = result.finished_at
+    if end is None and status == "running":
+        end = dt.datetime.now(dt.UTC).isoformat()
+    return RunSummary(
+        path=path,
+        run_id=result.id,
+        question=result.question,
+        status=status,
+        decorrelation=result.decorrelation,
+        voices_valid=result.voices_valid,
+        voices_requested=result.voices_requested,
+        started_at=result.started_at,
+        duration_s=seconds_between(result.started_at, end) if end else None,
+    )
+
+
+def list_runs(rune_dir: RuneDir, limit: int | None = None) -> list[RunSummary]:
+    """Runs in ``<rune dir>/council``, newest first by start time; unreadable files last."""
+    directory = rune_dir.council_dir
+    if not directory.is_dir():
+        return []
+    paths = [p for p in directory.glob("run-*.json") if p.is_file() and not p.is_symlink()]
+    rows = [summarise(p) for p in paths]
+
+    def newest_first(row: RunSummary) -> tuple[bool, float, float]:
+        started = parse_time(row.started_at)
+        try:
+            mtime = row.path.stat().st_mtime
+        except OSError:
+            mtime = 0.0
+        return (row.problem is None, started.timestamp() if started else mtime, mtime)
+
+    rows.sort(key=newest_first, reverse=True)
+    return rows[:limit] if limit is not None else rows

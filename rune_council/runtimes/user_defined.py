@@ -1,0 +1,217 @@
+"""AI CLIs the project has never heard of, added by the user in ``council.toml``.
+
+A ``[runtimes.<name>]`` table in the project's ``.rune/council.toml`` or in the user's
+``~/.config/rune-council/council.toml`` (the project's wins for the same name)::
+
+    [runtimes.mistral]
+    command = "mistral-chat --headless --json"   # a string (split like a shell) or a list
+    prompt = "stdin"           # or "file": the prompt goes to a private file that the
+                               #   command names with {prompt_file}; never an argument
+    output = "json"            # "text" (all of stdout), "json" (answer_path) or "regex"
+    answer_path = "reply.text" # json: dotted path (list indexes allowed) to the answer
+    answer_regex = "(?s)ANSWER:(.*)"   # regex: the first group is the answer
+    error_regex = "^Error:"    # optional: output matching this is a failed voice, even on exit 0
+    error_path = "error"       # json, optional: a truthy value here is a failed voice
+    family = "mistral"         # the model family it speaks for (default unknown)
+    confidence = "unknown"     # "confirmed" only if you know the backend
+    version_args = ["--version"]  # the DETECT probe; [] skips it
+    env = ["MISTRAL_API_KEY", "MISTRAL_*"]  # passed through besides the neutral base set
+
+Every dispatch rule still applies: stdin or a private file, an empty temporary working
+directory, the environment allowlist, the timeout and the tree kill.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import RuntimeConfigError
+from .adapters import ADAPTERS, PROMPT_FILE, CliAdapter
+from .base import EnvPolicy
+from .parsers import Parsed, json_objects, parse_plain_text, tail
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
+_NO_ARGUMENT = (
+    "the prompt never goes on the command line (ps shows it to every local user); "
+    'use prompt = "stdin" or "file" with {prompt_file}'
+)
+
+
+class RuntimeSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | list[str]
+    prompt: Literal["stdin", "file"] = "stdin"
+    output: Literal["text", "json", "regex"] = "text"
+    answer_path: str | None = None
+    answer_regex: str | None = None
+    error_regex: str | None = None
+    error_path: str | None = None
+    family: str = Field(default="unknown", min_length=1, max_length=40)
+    confidence: Literal["confirmed", "unknown"] = "unknown"
+    version_args: list[str] = Field(default_factory=lambda: ["--version"])
+    env: list[str] = Field(default_factory=list)
+
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _no_argument(cls, value: object) -> object:
+        if isinstance(value, str) and value.lower() in ("arg", "argument", "argv", "args"):
+            raise ValueError(_NO_ARGUMENT)
+        return value
+
+    @field_validator("answer_regex", "error_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: list[str]) -> list[str]:
+        bad = [v for v in value if not _ENV_NAME.match(v)]
+        if bad:
+            raise ValueError(f"not variable names (NAME or PREFIX*): {bad}")
+        return value
+
+    def argv(self) -> list[str]:
+        if isinstance(self.command, list):
+            return list(self.command)
+        return shlex.split(self.command)
+
+
+def _lookup(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(doc, dict) and part in doc:
+            doc = doc[part]
+        elif (
+            isinstance(doc, list)
+            and part.lstrip("-").isdigit()
+            and -len(doc) <= int(part) < len(doc)
+        ):
+            doc = doc[int(part)]
+        else:
+            return None
+    return doc
+
+
+def _parser(name: str, spec: RuntimeSpec) -> Callable[[str, str], Parsed]:
+    error_re = re.compile(spec.error_regex, re.MULTILINE) if spec.error_regex else None
+    answer_re = re.compile(spec.answer_regex) if spec.answer_regex else None
+
+    def parse(stdout: str, stderr: str) -> Parsed:
+        if error_re is not None and (error_re.search(stdout) or error_re.search(stderr)):
+            return Parsed(None, f"{name} reported an error: {tail(stdout or stderr)}")
+        if spec.output == "text":
+            return parse_plain_text(stdout, stderr)
+        if spec.output == "regex":
+            assert answer_re is not None
+            match = answer_re.search(stdout)
+            text = match.group(1 if answer_re.groups else 0) if match else None
+            if text and text.strip():
+                return Parsed(text.strip())
+            return Parsed(None, f"answer_regex found no answer in {name} output: {tail(stdout)}")
+        assert spec.answer_path is not None
+        for obj in reversed(json_objects(stdout)):
+            if spec.error_path and _lookup(obj, spec.error_path):
+                why = _lookup(obj, spec.error_path)
+                return Parsed(None, f"{name} reported an error: {tail(json.dumps(why))}")
+            value = _lookup(obj, spec.answer_path)
+            if isinstance(value, str) and value.strip():
+                return Parsed(value)
+        return Parsed(None, f"nothing at {spec.answer_path!r} in {name} output: {tail(stdout)}")
+
+    return parse
+
+
+def _check(name: str, spec: RuntimeSpec) -> list[str]:
+    """Problems pydantic cannot see: they involve several fields or the adapter registry."""
+    problems: list[str] = []
+    if not _NAME.match(name):
+        problems.append("the name must be 1-40 of a-z 0-9 . _ - starting with a letter or digit")
+    if name in ADAPTERS:
+        problems.append(f"'{name}' is a built-in adapter; pick another name")
+    try:
+        argv = spec.argv()
+    except ValueError as exc:
+        return [*problems, f"command cannot be parsed: {exc}"]
+    if not argv or not argv[0].strip():
+        problems.append("command is empty")
+    if any("{prompt}" in a for a in argv):
+        problems.append(_NO_ARGUMENT)
+    if spec.prompt == "file" and not any(PROMPT_FILE in a for a in argv):
+        problems.append('prompt = "file" needs {prompt_file} in command')
+    if spec.prompt == "stdin" and any(PROMPT_FILE in a for a in argv):
+        problems.append('{prompt_file} in command needs prompt = "file"')
+    if spec.output == "json" and not spec.answer_path:
+        problems.append('output = "json" needs answer_path')
+    if spec.output == "regex" and not spec.answer_regex:
+        problems.append('output = "regex" needs answer_regex')
+    return problems
+
+
+def adapter_from_spec(name: str, spec: RuntimeSpec) -> CliAdapter:
+    argv = spec.argv()
+    exact = tuple(e for e in spec.env if not e.endswith("*"))
+    prefixes = tuple(e[:-1] for e in spec.env if e.endswith("*"))
+    return CliAdapter(
+        name=name,
+        executable=argv[0],
+        model_family=spec.family,
+        family_confidence=spec.confidence if spec.family != "unknown" else "unknown",
+        args=tuple(argv[1:]),
+        env=EnvPolicy(names=exact, prefixes=prefixes),
+        parse=_parser(name, spec),
+        version_args=tuple(spec.version_args),
+        prompt_via=spec.prompt,
+        verified="docs only",
+    )
+
+
+def load_user_runtimes(sources: list[tuple[Path, Mapping[str, Any]]]) -> list[CliAdapter]:
+    """Adapters for every ``[runtimes.*]`` table, later sources overriding earlier ones.
+
+    ``sources`` are (file, parsed TOML) pairs; any problem raises one RuntimeConfigError
+    that names the file, the runtime and every field at fault.
+    """
+    chosen: dict[str, tuple[Path, RuntimeSpec]] = {}
+    for path, data in sources:
+        tables = data.get("runtimes", {})
+        if not isinstance(tables, dict):
+            raise RuntimeConfigError(f"{path}: [runtimes] must be a table of tables")
+        for name, table in tables.items():
+            where = f"{path}: runtimes.{name}"
+            if not isinstance(table, dict):
+                raise RuntimeConfigError(f"{where}: must be a table")
+            try:
+                spec = RuntimeSpec.model_validate(table)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or 'table'}: {e['msg']}"
+                    for e in exc.errors()
+                )
+                raise RuntimeConfigError(f"{where}: {problems}") from None
+            problems_ = _check(name, spec)
+            if problems_:
+                raise RuntimeConfigError(f"{where}: {'; '.join(problems_)}")
+            chosen[name] = (path, spec)
+    return [adapter_from_spec(name, spec) for name, (_, spec) in chosen.items()]
+
+
+def specs_digest(sources: list[tuple[Path, Mapping[str, Any]]]) -> str:
+    """Changes whenever a runtime definition does, so a cached detection is not reused."""
+    tables = [data.get("runtimes", {}) for _, data in sources]
+    blob = json.dumps(tables, sort_keys=True, default=str).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()[:16]

@@ -1,0 +1,253 @@
+"""Re-derive a finished run's verdict from the raw answers its run file recorded.
+
+GATE, NORMALIZE and ARBITRATE are pure functions, so the raw text of every voice, the
+request and the artifact as the voices saw it are enough to compute the result again. The
+recomputation is compared with what the file says, field by field: a difference means the
+file was edited after the run, or the arbitration code changed since it was written.
+What this cannot check is the voices themselves: it takes the recorded raw answers as given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .contract import (
+    CouncilResult,
+    DroppedVoice,
+    PerspectiveRequest,
+    Validity,
+    Voice,
+    VoteResult,
+)
+from .errors import RunFileError
+from .stages.arbitrate import arbitrate
+from .stages.dispatch import DISPATCH
+from .stages.gate import gate
+from .stages.normalize import normalize
+
+# What GATE onwards decides about each voice; the rest of a voice is dispatch's record.
+VOICE_FIELDS = (
+    "status",
+    "question_echo",
+    "stance",
+    "position",
+    "claims",
+    "validity",
+    "dropped_by",
+    "drop_reason",
+)
+# What GATE onwards decides about the run as a whole.
+RESULT_FIELDS = (
+    "voices_dropped",
+    "voices_valid",
+    "decorrelation",
+    "distinct_families",
+    "clusters",
+    "agreement",
+    "checks",
+    "needs_decision",
+    "decision",
+)
+REPORT_FIELDS = ("used", "degraded_to_subagent")
+
+
+@dataclass(frozen=True)
+class Difference:
+    field: str
+    recorded: Any
+    recomputed: Any
+
+
+@dataclass
+class Verification:
+    run_id: str
+    checked: list[str] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+
+    @property
+    def reproduced(self) -> bool:
+        return not self.differences
+
+
+def artifact_name_of(request: PerspectiveRequest) -> str | None:
+    """The name the voices were told, as the orchestrator derived it at request time."""
+    artifact = request.artifact
+    if artifact is None:
+        return None
+    if artifact.path is not None and artifact.name == "artifact":
+        return Path(artifact.path).name
+    return artifact.name
+
+
+def _rewind(voice: Voice) -> None:
+    """Put a voice back as dispatch left it: answered (raw kept) or dropped before GATE."""
+    if voice.raw is None or voice.dropped_by == DISPATCH:
+        return
+    voice.status = "complete"
+    voice.question_echo = None
+    voice.stance = None
+    voice.position = None
+    voice.claims = []
+    voice.validity = Validity()
+    voice.dropped_by = None
+    voice.drop_reason = None
+
+
+def recompute(recorded: CouncilResult) -> CouncilResult:
+    """A copy of ``recorded`` whose verdict is computed afresh from its raw answers."""
+    if recorded.status != "complete":
+        raise RunFileError(
+            f"run {recorded.id} is {recorded.status}: only a completed run has a verdict to verify"
+        )
+    fresh = recorded.model_copy(deep=True)
+    request = fresh.request
+    for voice in fresh.voices:
+        _rewind(voice)
+    dropped = [
+        DroppedVoice(
+            voice_id=v.id,
+            runtime=v.runtime,
+            reason=v.drop_reason or "dropped",
+            dropped_by=DISPATCH,
+        )
+        for v in fresh.voices
+        if v.status == "dropped" and v.dropped_by == DISPATCH
+    ]
+    for voice in fresh.voices:
+        gated_out = gate(voice, request)
+        if gated_out is not None:
+            dropped.append(gated_out)
+
+    normalized = normalize(fresh.voices, artifact_name_of(request), fresh.artifact_text)
+    verdict = arbitrate(normalized.voices, normalized.clusters, normalized.near_verbatim)
+    fresh.voices_dropped = dropped
+    fresh.voices_valid = sum(1 for v in fresh.voices if v.status == "complete")
+    fresh.decorrelation = verdict.decorrelation
+    fresh.distinct_families = verdict.distinct_families
+    fresh.clusters = normalized.clusters
+    fresh.agreement = verdict.agreement
+    fresh.checks = verdict.checks
+    fresh.needs_decision = verdict.needs_decision
+    fresh.decision = verdict.decision
+    report = fresh.runtime_report
+    report.used = sorted({a.runtime for v in fresh.voices for a in v.attempts})
+    report.degraded_to_subagent = [v.id for v in fresh.voices if v.is_fallback]
+    # Notes also hold allocation remarks made before dispatch; only ARBITRATE's are ours.
+    fresh.notes = list(verdict.notes)
+    return fresh
+
+
+class _Absent:
+    """Stands for a list item one side has and the other does not."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT: Any = _Absent()
+
+
+def diff(path: str, recorded: Any, recomputed: Any) -> list[Difference]:
+    """Leaf-level differences between two JSON values, named by their path."""
+    if isinstance(recorded, dict) and isinstance(recomputed, dict):
+        out: list[Difference] = []
+        for key in list(recorded) + [k for k in recomputed if k not in recorded]:
+            out += diff(f"{path}.{key}", recorded.get(key), recomputed.get(key))
+        return out
+    if isinstance(recorded, list) and isinstance(recomputed, list):
+        out = []
+        for i in range(max(len(recorded), len(recomputed))):
+            a = recorded[i] if i < len(recorded) else ABSENT
+            b = recomputed[i] if i < len(recomputed) else ABSENT
+            if a is ABSENT or b is ABSENT:
+                out.append(Difference(f"{path}[{i}]", a, b))
+            else:
+                out += diff(f"{path}[{i}]", a, b)
+        return out
+    return [] if recorded == recomputed else [Difference(path, recorded, recomputed)]
+
+
+def verify(recorded: CouncilResult) -> Verification:
+    fresh = recompute(recorded)
+    outcome = Verification(run_id=recorded.id)
+    before = recorded.model_dump(mode="json")
+    after = fresh.model_dump(mode="json")
+
+    for name in RESULT_FIELDS:
+        outcome.checked.append(name)
+        outcome.differences += diff(name, before[name], after[name])
+    for name in REPORT_FIELDS:
+        outcome.checked.append(f"runtime_report.{name}")
+        outcome.differences += diff(
+            f"runtime_report.{name}", before["runtime_report"][name], after["runtime_report"][name]
+        )
+    if len(before["voices"]) != len(after["voices"]):  # cannot happen: voices are copied
+        outcome.differences.append(
+            Difference("voices", len(before["voices"]), len(after["voices"]))
+        )
+    for i, (old, new) in enumerate(zip(before["voices"], after["voices"], strict=False)):
+        for name in VOICE_FIELDS:
+            outcome.differences += diff(f"voices[{i}].{name}", old[name], new[name])
+    outcome.checked.append("voices[*]." + "|".join(VOICE_FIELDS))
+
+    _check_deliberation(recorded, outcome)
+
+    outcome.checked.append("notes (ARBITRATE's)")
+    for note in after["notes"]:
+        if note not in before["notes"]:
+            outcome.differences.append(Difference("notes", "(missing)", note))
+    return outcome
+
+
+def _check_deliberation(recorded: CouncilResult, outcome: Verification) -> None:
+    """Re-run what the optional stages decided by arithmetic alone.
+
+    A rank stage keeps its ballots as a transcript in canonical labels, so its tally can be
+    recomputed whole. A vote's ballots went through a model-written consolidation, so what
+    is re-checked there is the count: each item's required yes votes under the
+    absence-aware threshold and the outcome that follows from the recorded votes.
+    """
+    delib = recorded.deliberation
+    if delib is None:
+        return
+    from .deliberation.tally import tally_text
+
+    places = [("deliberation", delib.rank, delib.vote)] + [
+        (f"deliberation.rounds[{i}]", r.rank, r.vote) for i, r in enumerate(delib.rounds)
+    ]
+    for where, rank, vote in places:
+        if rank is not None:
+            name = f"{where}.rank.tally"
+            outcome.checked.append(name)
+            fresh = tally_text(rank.transcript)
+            outcome.differences += diff(
+                name, rank.tally.model_dump(mode="json"), fresh.model_dump(mode="json")
+            )
+        if vote is not None:
+            outcome.checked.append(f"{where}.vote")
+            outcome.differences += _recount(f"{where}.vote", vote)
+
+
+def _recount(where: str, vote: VoteResult) -> list[Difference]:
+    from .deliberation.vote import required_yes
+
+    out: list[Difference] = []
+    if vote.denominator != len(vote.counted):
+        out.append(Difference(f"{where}.denominator", vote.denominator, len(vote.counted)))
+    need = required_yes(vote.threshold, len(vote.counted))
+    unvoted = []
+    for i, item in enumerate(vote.items):
+        if item.required != need:
+            out.append(Difference(f"{where}.items[{i}].required", item.required, need))
+        if not (item.yes or item.no or item.abstain):
+            expected = "unvoted"
+            unvoted.append(item.number)
+        else:
+            expected = "passed" if len(item.yes) >= need else "failed"
+        if item.outcome != expected:
+            out.append(Difference(f"{where}.items[{i}].outcome", item.outcome, expected))
+    if vote.unvoted != unvoted:
+        out.append(Difference(f"{where}.unvoted", vote.unvoted, unvoted))
+    return out
