@@ -84,17 +84,15 @@ def _council(
         watcher.join()
 
         def neutral(raw: bytes) -> str:
-            return raw.decode().replace(str(home), NEUTRAL_HOME)
+            text = raw.decode().replace(str(node_bin_dir()), f"{NEUTRAL_HOME}/.local/bin")
+            return text.replace(str(home), NEUTRAL_HOME)
 
         (OUT / "council").mkdir(parents=True, exist_ok=True)
         (OUT / "council" / f"run-{run_id}.json").write_text(neutral(run_file.read_bytes()))
         if keep_first and first:
             (OUT / "council" / f"run-{run_id}.skeleton.json").write_text(neutral(first[0]))
-        runtimes = (work / ".rune" / "runtimes.json").read_text()
-        bin_dir = str(node_bin_dir())
-        neutral_runtimes = runtimes.replace(bin_dir, f"{NEUTRAL_HOME}/.local/bin")
-        neutral = json.dumps(json.loads(neutral_runtimes), indent=2)
-        (OUT / "runtimes.json").write_text(neutral + "\n")
+        runtimes = json.loads(neutral((work / ".rune" / "runtimes.json").read_bytes()))
+        (OUT / "runtimes.json").write_text(json.dumps(runtimes, indent=2) + "\n")
         return work
 
 
