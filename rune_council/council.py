@@ -13,9 +13,9 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -36,10 +36,8 @@ from .runtimes.assembly import assemble_clis
 from .runtimes.base import Runtime
 from .runtimes.subagent import FunctionRuntime, SubagentFn
 from .stages.allocate import Candidate, SlotPrompts, allocate
-from .stages.arbitrate import arbitrate
 from .stages.dispatch import dispatch
-from .stages.gate import gate
-from .stages.normalize import normalize
+from .stages.judge import judge
 
 if TYPE_CHECKING:
     from .endpoints import Assembly, EndpointSetup
@@ -47,6 +45,8 @@ if TYPE_CHECKING:
 HEARTBEAT_S = 5.0
 MAX_EVENTS = 400
 ARTIFACT_READ_CAP = 2_000_000
+
+T = TypeVar("T")
 
 OnEvent = Callable[[CouncilResult, RunEvent], None]
 
@@ -310,37 +310,12 @@ def _finish(
     close: bool = True,
 ) -> None:
     result = run.result
-    for voice in result.voices:
-        if voice.status == "dropped" and voice.dropped_by == "council.dispatch":
-            result.voices_dropped.append(
-                DroppedVoice(
-                    voice_id=voice.id,
-                    runtime=voice.runtime,
-                    reason=voice.drop_reason or "dropped",
-                    dropped_by="council.dispatch",
-                )
-            )
-    for voice in result.voices:
-        dropped = gate(voice, req)
-        if dropped is not None:
-            result.voices_dropped.append(dropped)
-            run.emit("voice.status", voice, dropped.reason)
-
-    normalized = normalize(result.voices, artifact_name, artifact_text)
-    verdict = arbitrate(normalized.voices, normalized.clusters, normalized.near_verbatim)
-
-    result.decorrelation = verdict.decorrelation
-    result.distinct_families = verdict.distinct_families
-    result.clusters = normalized.clusters
-    result.agreement = verdict.agreement
-    result.checks = verdict.checks
-    result.needs_decision = verdict.needs_decision
-    result.decision = verdict.decision
-    result.notes.extend(verdict.notes)
-    result.voices_valid = sum(1 for v in result.voices if v.status == "complete")
-    report = result.runtime_report
-    report.used = sorted({a.runtime for v in result.voices for a in v.attempts})
-    report.degraded_to_subagent = [v.id for v in result.voices if v.is_fallback]
+    notes = judge(
+        result,
+        artifact_name,
+        on_drop=lambda voice, dropped: run.emit("voice.status", voice, dropped.reason),
+    )
+    result.notes.extend(notes)
     if close:
         _close(run)
 
@@ -424,17 +399,21 @@ def _abandon(run: _Run, status: str, note: str) -> None:
         run.emit("council.result", detail=note)
 
 
-def convene(request: PerspectiveRequest | Mapping[str, Any], **kwargs: Any) -> CouncilResult:
-    """Blocking form of :func:`aconvene`; safe to call from inside a running event loop."""
+def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from sync code, even inside a running event loop.
+
+    A library caller may already be inside asyncio (a notebook, an async host); there the
+    council gets a loop of its own on a worker thread instead of failing.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(aconvene(request, **kwargs))
+        return asyncio.run(make())
     box: dict[str, Any] = {}
 
     def worker() -> None:
         try:
-            box["result"] = asyncio.run(aconvene(request, **kwargs))
+            box["result"] = asyncio.run(make())
         except BaseException as exc:  # handed back to the calling thread
             box["error"] = exc
 
@@ -443,5 +422,10 @@ def convene(request: PerspectiveRequest | Mapping[str, Any], **kwargs: Any) -> C
     thread.join()
     if "error" in box:
         raise box["error"]
-    result: CouncilResult = box["result"]
+    result: T = box["result"]
     return result
+
+
+def convene(request: PerspectiveRequest | Mapping[str, Any], **kwargs: Any) -> CouncilResult:
+    """Blocking form of :func:`aconvene`; safe to call from inside a running event loop."""
+    return run_blocking(lambda: aconvene(request, **kwargs))

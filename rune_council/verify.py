@@ -15,17 +15,14 @@ from typing import Any
 
 from .contract import (
     CouncilResult,
-    DroppedVoice,
     PerspectiveRequest,
     Validity,
     Voice,
     VoteResult,
 )
 from .errors import RunFileError
-from .stages.arbitrate import arbitrate
 from .stages.dispatch import DISPATCH
-from .stages.gate import gate
-from .stages.normalize import normalize
+from .stages.judge import judge
 
 # What GATE onwards decides about each voice; the rest of a voice is dispatch's record.
 VOICE_FIELDS = (
@@ -105,37 +102,8 @@ def recompute(recorded: CouncilResult) -> CouncilResult:
     request = fresh.request
     for voice in fresh.voices:
         _rewind(voice)
-    dropped = [
-        DroppedVoice(
-            voice_id=v.id,
-            runtime=v.runtime,
-            reason=v.drop_reason or "dropped",
-            dropped_by=DISPATCH,
-        )
-        for v in fresh.voices
-        if v.status == "dropped" and v.dropped_by == DISPATCH
-    ]
-    for voice in fresh.voices:
-        gated_out = gate(voice, request)
-        if gated_out is not None:
-            dropped.append(gated_out)
-
-    normalized = normalize(fresh.voices, artifact_name_of(request), fresh.artifact_text)
-    verdict = arbitrate(normalized.voices, normalized.clusters, normalized.near_verbatim)
-    fresh.voices_dropped = dropped
-    fresh.voices_valid = sum(1 for v in fresh.voices if v.status == "complete")
-    fresh.decorrelation = verdict.decorrelation
-    fresh.distinct_families = verdict.distinct_families
-    fresh.clusters = normalized.clusters
-    fresh.agreement = verdict.agreement
-    fresh.checks = verdict.checks
-    fresh.needs_decision = verdict.needs_decision
-    fresh.decision = verdict.decision
-    report = fresh.runtime_report
-    report.used = sorted({a.runtime for v in fresh.voices for a in v.attempts})
-    report.degraded_to_subagent = [v.id for v in fresh.voices if v.is_fallback]
     # Notes also hold allocation remarks made before dispatch; only ARBITRATE's are ours.
-    fresh.notes = list(verdict.notes)
+    fresh.notes = judge(fresh, artifact_name_of(request))
     return fresh
 
 

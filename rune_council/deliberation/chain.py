@@ -6,8 +6,6 @@ get the register as context, and its result names the red-team run it came from.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,22 +62,6 @@ async def aconvene_chain(
 
 def convene_chain(request: PerspectiveRequest | Mapping[str, Any], **kwargs: Any) -> CouncilResult:
     """Blocking form of :func:`aconvene_chain`."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(aconvene_chain(request, **kwargs))
-    box: dict[str, Any] = {}
+    from ..council import run_blocking
 
-    def worker() -> None:
-        try:
-            box["result"] = asyncio.run(aconvene_chain(request, **kwargs))
-        except BaseException as exc:  # handed back to the calling thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=worker, name="rune-council-chain")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    result: CouncilResult = box["result"]
-    return result
+    return run_blocking(lambda: aconvene_chain(request, **kwargs))

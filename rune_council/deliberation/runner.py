@@ -39,6 +39,7 @@ from ..contract import (
 from ..runtimes.base import Runtime, RuntimeReply
 from ..runtimes.subagent import FunctionRuntime, SubagentFn
 from ..stages.allocate import SlotPrompts
+from ..stages.dispatch import attempt_record as _attempt
 from ..stages.dispatch import dispatch
 from . import consolidate, rank, redteam, rounds, vote
 from .tally import tally_text
@@ -109,17 +110,6 @@ def adapt_prompts(
             for vid, p in out.items()
         }
     return out
-
-
-def _attempt(runtime: Runtime, reply: RuntimeReply) -> Attempt:
-    return Attempt(
-        runtime=runtime.name,
-        source=runtime.source,
-        outcome=reply.outcome,
-        detail=reply.detail[:1000],
-        exit_code=reply.exit_code,
-        latency_ms=reply.latency_ms,
-    )
 
 
 async def _ask(runtime: Runtime, prompt: str, budget: Budget) -> RuntimeReply:

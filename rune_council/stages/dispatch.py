@@ -21,7 +21,7 @@ DISPATCH = "council.dispatch"
 OnChange = Callable[[Voice, str], None]
 
 
-def _attempt(runtime: Runtime, reply: RuntimeReply) -> Attempt:
+def attempt_record(runtime: Runtime, reply: RuntimeReply) -> Attempt:
     return Attempt(
         runtime=runtime.name,
         source=runtime.source,
@@ -36,7 +36,7 @@ def _attempts(runtime: Runtime, reply: RuntimeReply) -> list[Attempt]:
     """Every try behind one reply: a runtime with failover reports each model it asked."""
     if reply.attempts:
         return list(reply.attempts)
-    return [_attempt(runtime, reply)]
+    return [attempt_record(runtime, reply)]
 
 
 def _adopt(voice: Voice, who: Answerer | None) -> None:
