@@ -194,7 +194,11 @@ def run_command(
         typer.echo(render(result) + render_deliberation(result))
     if result.voices_valid == 0:
         if not as_json:
-            typer.echo("rune council: no voice produced a usable answer", err=True)
+            typer.echo(
+                "rune council: no voice produced a usable answer; the Notes and "
+                "`rune council detect` say why (--yes, --subagent-cmd or --endpoint add voices)",
+                err=True,
+            )
         raise typer.Exit(EXIT_NOTHING_GATHERED)
 
 

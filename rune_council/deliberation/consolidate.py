@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..contract import ClaimCluster, ConsolidatedItem, DroppedLine, Voice
+from ..contract import Claim, ClaimCluster, ConsolidatedItem, DroppedLine, Voice
+from ..text import normalise
 from .dsl import parse, quote
 
 MAX_ITEMS = 40
@@ -163,6 +164,23 @@ def deterministic_merge(
             [v.id for v in group],
         )
 
+    # Word-for-word the same proposal (after case and punctuation) is one ballot item: asking
+    # members to vote twice on one sentence would split its votes. This is identity, not
+    # similarity; the near-verbatim penalty in the verdict still flags the echo.
+    same_text: dict[str, ConsolidatedItem] = {}
+
+    def add_claims(members: list[Claim]) -> None:
+        key = normalise(members[0].text)
+        earlier = same_text.get(key)
+        if earlier is None:
+            add(members[0].text, [c.id for c in members], [c.voice_id for c in members])
+            same_text[key] = items[-1]
+            return
+        earlier.sources.extend(c.id for c in members)
+        earlier.voice_ids = sorted(
+            {*earlier.voice_ids, *(c.voice_id for c in members)}, key=_voice_key
+        )
+
     claims = {c.id: c for v in valid for c in v.claims}
     for cluster in clusters:
         members = [claims[i] for i in cluster.claim_ids if i in claims]
@@ -172,5 +190,5 @@ def deterministic_merge(
             for c in members:
                 add(c.text, [c.id], [c.voice_id])
             continue
-        add(members[0].text, [c.id for c in members], [c.voice_id for c in members])
+        add_claims(members)
     return items
