@@ -8,20 +8,54 @@ prompts with.
 
 from __future__ import annotations
 
-from .assembly import Assembly, Survey, assemble, resolve_model, survey
-from .config import (
-    PRESETS,
-    EndpointSetup,
-    EndpointSpec,
-    ModelRef,
-    configured_endpoints,
-    load_setup,
-    model_ref_from_section,
-    setup_from_options,
-    spec_from_argument,
-)
-from .families import family_of
-from .ranking import rank_models
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .assembly import Assembly, Survey, assemble, resolve_model, survey
+    from .config import (
+        PRESETS,
+        EndpointSetup,
+        EndpointSpec,
+        ModelRef,
+        configured_endpoints,
+        load_setup,
+        model_ref_from_section,
+        setup_from_options,
+        spec_from_argument,
+    )
+    from .families import family_of
+    from .ranking import rank_models
+
+# Loaded on first use: most councils configure no endpoint, and the HTTP client behind
+# ``assembly`` should not cost every ``rune council`` start-up.
+_HOME = {
+    "Assembly": "assembly",
+    "Survey": "assembly",
+    "assemble": "assembly",
+    "resolve_model": "assembly",
+    "survey": "assembly",
+    "PRESETS": "config",
+    "EndpointSetup": "config",
+    "EndpointSpec": "config",
+    "ModelRef": "config",
+    "configured_endpoints": "config",
+    "load_setup": "config",
+    "model_ref_from_section": "config",
+    "setup_from_options": "config",
+    "spec_from_argument": "config",
+    "family_of": "families",
+    "rank_models": "ranking",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_HOME[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "PRESETS",
