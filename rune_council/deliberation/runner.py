@@ -189,6 +189,19 @@ class _Deliberation:
             latency_ms=None if reply is None else reply.latency_ms,
         )
 
+    def _record_absent(
+        self,
+        v: Voice,
+        reply: RuntimeReply | None,
+        outcome: str,
+        why: str,
+        ballots: list[MemberBallot],
+        absent: list[AbsentMember],
+    ) -> None:
+        """A ballot that does not count: kept as sent, and its member leaves the denominator."""
+        ballots.append(self._ballot_record(v, reply, outcome, why))
+        absent.append(AbsentMember(voice_id=v.id, runtime=v.runtime, stage="ballot", reason=why))
+
     # ----------------------------------------------------------------- chairman
 
     async def _chair(self, prompt: str) -> tuple[str | None, Attempt | None, str]:
@@ -277,19 +290,13 @@ class _Deliberation:
                     if reply is None
                     else f"{reply.outcome}: {reply.detail}"
                 )
-                ballots.append(self._ballot_record(v, reply, "failed", why))
-                absent.append(
-                    AbsentMember(voice_id=v.id, runtime=v.runtime, stage="ballot", reason=why)
-                )
+                self._record_absent(v, reply, "failed", why, ballots, absent)
                 continue
             mine, lines = vote.read_ballot(v.id, reply.text, numbers)
             dropped.extend(lines)
             if not mine:
                 why = "malformed ballot: no usable VOTE or ABSTAIN line"
-                ballots.append(self._ballot_record(v, reply, "malformed", why))
-                absent.append(
-                    AbsentMember(voice_id=v.id, runtime=v.runtime, stage="ballot", reason=why)
-                )
+                self._record_absent(v, reply, "malformed", why, ballots, absent)
                 continue
             choices[v.id] = mine
             ballots.append(self._ballot_record(v, reply, "counted", f"{len(mine)} vote(s)"))
@@ -356,19 +363,13 @@ class _Deliberation:
                     if reply is None
                     else f"{reply.outcome}: {reply.detail}"
                 )
-                ballots.append(self._ballot_record(v, reply, "failed", why))
-                absent.append(
-                    AbsentMember(voice_id=v.id, runtime=v.runtime, stage="ballot", reason=why)
-                )
+                self._record_absent(v, reply, "failed", why, ballots, absent)
                 continue
             ranking = rank.read_ranking(v.id, reply.text, shuffles[v.id])
             dropped.extend(ranking.dropped)
             if ranking.rank is None:
                 why = "malformed ballot: no usable RANK line"
-                ballots.append(self._ballot_record(v, reply, "malformed", why))
-                absent.append(
-                    AbsentMember(voice_id=v.id, runtime=v.runtime, stage="ballot", reason=why)
-                )
+                self._record_absent(v, reply, "malformed", why, ballots, absent)
                 continue
             lines = rank.canonical_lines(v.id, ranking, shuffles[v.id])
             rank_lines.append(lines[0])
