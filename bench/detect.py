@@ -9,7 +9,7 @@ Run: .venv/bin/python bench/detect.py [--repeat N]
 2. Fallback latency: a voice hangs, its timeout (1 s) expires, the process tree is killed
    and the slot goes to the subagent. The figure is the time from the timeout to the
    subagent's answer being recorded, for a voice that obeys SIGTERM and for one that
-   ignores it (which costs the 2 s kill grace period).
+   ignores it (which costs the kill grace period, 0.5 s).
 
 Figures are printed, never asserted. Medians and minimums over the repeats.
 """

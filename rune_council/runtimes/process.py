@@ -30,6 +30,11 @@ import psutil
 
 __all__ = ["Outcome", "ProcessResult", "run_process"]
 
+# After a timeout nobody waits for the voice's answer any more, so there is nothing for it to
+# finish cleanly: a CLI that honours SIGTERM exits in milliseconds, and one that ignores it
+# would otherwise hold its slot's fallback for the whole grace period.
+KILL_GRACE_S = 0.5
+
 Outcome = Literal["ok", "exit_nonzero", "timeout", "too_large", "spawn_error", "cancelled"]
 
 # Once the child has exited, helpers it left behind get this long to finish writing and
@@ -76,7 +81,7 @@ async def run_process(
     max_stderr: int = 64_000,
     cwd: str | os.PathLike[str] | None = None,
     on_start: Callable[[int], None] | None = None,
-    kill_grace_s: float = 2.0,
+    kill_grace_s: float = KILL_GRACE_S,
 ) -> ProcessResult:
     """Run ``argv`` with ``stdin`` as its input and exactly ``env`` as its environment.
 
