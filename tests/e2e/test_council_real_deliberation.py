@@ -100,3 +100,59 @@ def test_a_real_cli_failing_its_ballot_leaves_the_denominator(
     [absent] = vote["absent"]
     assert absent["voice_id"] == codex and absent["stage"] == "ballot"
     assert all(item["required"] == 2 for item in vote["items"])  # ceil(2/3 x 2)
+
+
+RANK_REQUEST = "answers are shown under letters"
+SHOWN = re.compile(
+    r"^Answer ([A-Z]+):\n(.*?)(?=\n\nAnswer [A-Z]+:|\n\nRank the answers)", re.S | re.M
+)
+
+
+def ranking_or(answer: object) -> object:
+    """Rank what this member was shown: answers that name the missing way back come first."""
+
+    def respond(prompt: str) -> str:
+        if RANK_REQUEST not in prompt:
+            return answer(prompt)  # type: ignore[operator]
+        shown = SHOWN.findall(prompt)
+        good = [label for label, text in shown if re.search(r"rollback|revert", text, re.I)]
+        rest = [label for label, _ in shown if label not in good]
+        levels = ["=".join(good)] if good else []
+        levels += ["=".join(rest)] if rest else []
+        return f"RANK {'>'.join(levels)} conf=0.8"
+
+    return respond
+
+
+def test_real_clis_rank_each_others_answers_blind(
+    server: ModelServer, env: dict[str, str], workdir: Path, marker: str
+) -> None:
+    for protocol, reply in (
+        (ANTHROPIC, claude_answer),
+        (OPENAI_RESPONSES, codex_answer),
+        (GEMINI, gemini_answer),
+    ):
+        server.answers[protocol] = ranking_or(reply)
+
+    ran = run_council(workdir, env, make_question(marker), "rank3", "--deliberate", "rank")
+    result = load_result(ran, workdir, "rank3")
+
+    rank = result["deliberation"]["rank"]
+    by_runtime = {v["runtime"]: v["id"] for v in result["voices"]}
+    label_of = {p["voice_id"]: p["label"] for p in rank["proposals"]}
+    # Nobody was shown their own answer.
+    for shuffle in rank["shuffles"]:
+        assert label_of[shuffle["voice_id"]] not in shuffle["shown"].values()
+        assert len(shuffle["shown"]) == 2
+    tally = rank["tally"]
+    assert tally["valid"] and len(tally["rankers"]) == 3
+    # claude and codex both named the missing rollback; gemini wrote about reporting. With
+    # three proposals a first place earns 2 x 0.8, a second 1 x 0.8, and a tie for first
+    # splits 1.5 x 0.8 each: claude 1.6 + 1.2 = 2.8, codex the same, gemini 0.8 + 0.8 = 1.6.
+    scores = {s["label"]: s["score"] for s in tally["scores"]}
+    assert scores[label_of[by_runtime["claude"]]] == pytest.approx(2.8)
+    assert scores[label_of[by_runtime["codex"]]] == pytest.approx(2.8)
+    assert scores[label_of[by_runtime["gemini"]]] == pytest.approx(1.6)
+    assert tally["final_order"][-1] == [label_of[by_runtime["gemini"]]]
+    # No chairman was configured, so the verdict is the arithmetic's, and says so.
+    assert result["deliberation"]["synthesis"]["fallback"] == "arithmetic"
