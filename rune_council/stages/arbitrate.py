@@ -113,6 +113,39 @@ def _perturbation_check(valid: list[Voice], allocated: list[Voice]) -> SlotCheck
     )
 
 
+def _inversion_misses(
+    check: SlotCheck,
+    voices: list[Voice],
+    clusters: list[ClaimCluster],
+    claims: dict[str, Claim],
+) -> list[DissentEntry]:
+    """Agreement among the plain readings that the inverted framing did not reach.
+
+    Only agreement between two or more standard voices is tested: with a single plain
+    reading there is no agreement to test, and the reserved slots argue by design.
+    """
+    if check.voice_id is None or check.outcome == "not-evaluable":
+        return []
+    role = {v.id: v.slot_role for v in voices}
+    missed = []
+    for cluster in clusters:
+        standard = [v for v in cluster.voice_ids if role.get(v) == "standard"]
+        if len(standard) < 2 or cluster.conflicting or check.voice_id in cluster.voice_ids:
+            continue
+        missed.append(
+            DissentEntry(
+                claim=claims[cluster.claim_ids[0]].text,
+                label="framing-sensitive",
+                voice_ids=cluster.voice_ids,
+                families=cluster.families,
+                claim_ids=cluster.claim_ids,
+                detail=f"agreed by {', '.join(standard)} under the plain framing; the inverted "
+                f"framing ({check.voice_id}) did not reach it",
+            )
+        )
+    return missed
+
+
 def _devils_check(
     valid: list[Voice], allocated: list[Voice], clusters: list[ClaimCluster]
 ) -> SlotCheck | None:
@@ -264,6 +297,7 @@ def arbitrate(
                 detail=perturbation.detail,
             )
         )
+    dissent.extend(_inversion_misses(perturbation, voices, clusters, claims))
     devils = _devils_check(valid, voices, clusters)
 
     notes: list[str] = []

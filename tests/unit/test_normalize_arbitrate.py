@@ -239,3 +239,19 @@ def test_devils_advocate_concluding_against_the_majority_counts_as_a_counter() -
     assert verdict.checks.devils_advocate is not None
     assert verdict.checks.devils_advocate.outcome == "countered"
     assert "against the majority" in verdict.checks.devils_advocate.detail
+
+
+def test_agreement_the_inverted_framing_did_not_reach_is_flagged() -> None:
+    a = gated_voice("v1", "anthropic", answer(Q, "NO", [ROLLBACK]))
+    b = gated_voice("v2", "openai", answer(Q, "NO", [{**ROLLBACK, "text": "No way to undo it"}]))
+    c = gated_voice("v3", "google", answer(Q, "NO", [OFFLINE]), role="perturbation")
+    _, verdict = run([a, b, c])
+    # The consensus stands (two confirmed families, verified), but the flag says it rests on
+    # the plain framing only.
+    assert len(verdict.agreement.consensus_claims) == 1
+    [flag] = [d for d in verdict.agreement.dissent if d.label == "framing-sensitive"]
+    assert flag.voice_ids == ["v1", "v2"] and "inverted framing (v3)" in flag.detail
+
+    joined = gated_voice("v3", "google", answer(Q, "NO", [ROLLBACK, OFFLINE]), role="perturbation")
+    _, verdict = run([a, b, joined])
+    assert not [d for d in verdict.agreement.dissent if d.label == "framing-sensitive"]
