@@ -53,7 +53,7 @@ def fake_bin(where: Path) -> Path:
 def real_bin() -> Path | None:
     bins = [
         ROOT / "tests" / "e2e" / "node_modules" / ".bin",
-        ROOT / "tests" / "e2e" / ".aider-venv" / "bin",
+        ROOT / ".e2e" / "aider-venv" / "bin",
     ]
     if not (bins[0] / "claude").exists():
         return None

@@ -72,3 +72,28 @@ def gated_voice(
     dropped = gate(voice, PerspectiveRequest(id="t", question=question))
     assert dropped is None, dropped
     return voice
+
+
+# Claims about PLAN shared by the council tests: two families' wording of the missing
+# rollback (same evidence, different words) and one unrelated claim.
+QUESTION = "Should we shard the orders table?"
+ROLLBACK = claim(
+    "The plan has no rollback step",
+    severity="MUST",
+    ref="plan.md:6",
+    quote="No rollback step is defined.",
+)
+UNDO = {**ROLLBACK, "text": "Nothing says how to undo the migration if it fails"}
+SHARDS = claim(
+    "Eight shards leaves headroom",
+    ref="plan.md:2",
+    quote="Split orders by customer_id into 8 shards.",
+)
+
+
+def council_result_schema() -> dict[str, Any]:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "contracts" / "council-result.schema.json"
+    schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return schema

@@ -17,23 +17,19 @@ import pytest
 from rune_council import FunctionRuntime, PerspectiveRequest, aconvene, convene
 from rune_council.contract import CouncilResult
 from tests.fakes.bin import install_fake, path_with
-from tests.helpers import PLAN, answer, claim
+from tests.helpers import (
+    PLAN,
+    QUESTION,
+    ROLLBACK,
+    SHARDS,
+    UNDO,
+    answer,
+    claim,
+    council_result_schema,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = json.loads((ROOT / "contracts" / "council-result.schema.json").read_text())
-Q = "Should we shard the orders table?"
-ROLLBACK = claim(
-    "The plan has no rollback step",
-    severity="MUST",
-    ref="plan.md:6",
-    quote="No rollback step is defined.",
-)
-UNDO = {**ROLLBACK, "text": "Nothing says how to undo the migration if it fails"}
-SHARDS = claim(
-    "Eight shards leaves headroom",
-    ref="plan.md:2",
-    quote="Split orders by customer_id into 8 shards.",
-)
+SCHEMA = council_result_schema()
+Q = QUESTION
 
 
 @pytest.fixture

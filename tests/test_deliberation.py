@@ -25,23 +25,20 @@ from rune_council.runtimes.adapters import ADAPTERS
 from rune_council.runtimes.cli import CliRuntime
 from rune_council.runtimes.subagent import CommandRuntime
 from tests.fakes.bin import install_fake, path_with
-from tests.helpers import PLAN, answer, claim
+from tests.helpers import (
+    PLAN,
+    QUESTION,
+    ROLLBACK,
+    SHARDS,
+    UNDO,
+    answer,
+    claim,
+    council_result_schema,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = json.loads((ROOT / "contracts" / "council-result.schema.json").read_text())
-Q = "Should we shard the orders table?"
-ROLLBACK = claim(
-    "The plan has no rollback step",
-    severity="MUST",
-    ref="plan.md:6",
-    quote="No rollback step is defined.",
-)
-UNDO = {**ROLLBACK, "text": "Nothing says how to undo the migration if it fails"}
-SHARDS = claim(
-    "Eight shards leaves headroom",
-    ref="plan.md:2",
-    quote="Split orders by customer_id into 8 shards.",
-)
+SCHEMA = council_result_schema()
+Q = QUESTION
 OFFLINE = claim(
     "Taking the site offline for a weekend is a business risk",
     severity="SHOULD",

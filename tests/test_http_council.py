@@ -16,25 +16,20 @@ from rune_council import convene
 from rune_council.endpoints import EndpointSetup, EndpointSpec, ModelRef, resolve_model
 from rune_council.endpoints.discovery import cache_path
 from rune_council.paths import RuneDir
-from tests.helpers import PLAN, answer, claim
+from tests.helpers import (
+    PLAN,
+    QUESTION,
+    ROLLBACK,
+    SHARDS,
+    UNDO,
+    answer,
+    council_result_schema,
+)
 from tests.http_server import Behaviour, OpenAIServer, answering
 
-ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = json.loads((ROOT / "contracts" / "council-result.schema.json").read_text())
-Q = "Should we shard the orders table?"
+SCHEMA = council_result_schema()
+Q = QUESTION
 KEY = "sk-PLANTED-7f3a9c2e4b1d"
-ROLLBACK = claim(
-    "The plan has no rollback step",
-    severity="MUST",
-    ref="plan.md:6",
-    quote="No rollback step is defined.",
-)
-UNDO = {**ROLLBACK, "text": "Nothing says how to undo the migration if it fails"}
-SHARDS = claim(
-    "Eight shards leaves headroom",
-    ref="plan.md:2",
-    quote="Split orders by customer_id into 8 shards.",
-)
 
 LLAMA = "meta/llama-3.3-70b-instruct"
 MISTRAL = "mistralai/mistral-large-2-instruct"

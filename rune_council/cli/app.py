@@ -8,6 +8,8 @@ that is not served); 70 an internal error; 130 cancelled.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
@@ -50,3 +52,18 @@ def fail(message: str, code: int) -> typer.Exit:
     """Print one clear line to stderr and hand back the exit to raise."""
     typer.echo(f"rune council: {message}", err=True)
     return typer.Exit(code)
+
+
+@contextmanager
+def council_errors(cancellable: bool = False) -> Iterator[None]:
+    """The library's errors as one line and an exit code: bad input, or cancelled."""
+    from ..errors import CouncilError
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not cancellable:
+            raise
+        raise fail("cancelled; the run file records what had completed", EXIT_CANCELLED) from None
+    except CouncilError as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from None

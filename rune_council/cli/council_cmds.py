@@ -10,13 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .app import (
-    EXIT_BAD_INPUT,
-    EXIT_CANCELLED,
-    EXIT_NOTHING_GATHERED,
-    council_app,
-    fail,
-)
+from .app import EXIT_BAD_INPUT, EXIT_NOTHING_GATHERED, council_app, council_errors, fail
 
 
 @council_app.command("run", help="Ask the council a question (the default command).")
@@ -115,7 +109,6 @@ def run_command(
     from ..deliberation.chain import convene_chain
     from ..deliberation.render import deliberation_request, render_deliberation
     from ..endpoints import setup_from_options
-    from ..errors import CouncilError, NotImplementedModeError, RequestError
     from ..paths import RuneDir
     from ..render import render
     from ..runtimes.subagent import CommandRuntime
@@ -125,7 +118,7 @@ def run_command(
     where = RuneDir.resolve(rune_dir)
     if question == "-":
         question = sys.stdin.read().strip()
-    try:
+    with council_errors(cancellable=True):
         config = load_config(where)
         command = subagent_cmd or config.subagent_command
         family = subagent_family or config.subagent_family or "unknown"
@@ -180,14 +173,6 @@ def run_command(
                 endpoints=endpoints,
                 allow_external=allow_external,
             )
-    except NotImplementedModeError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
-    except RequestError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
-    except KeyboardInterrupt:
-        raise fail("cancelled; the run file records what had completed", EXIT_CANCELLED) from None
-    except CouncilError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
@@ -210,17 +195,14 @@ def detect_command(
 ) -> None:
     import asyncio
 
-    from ..errors import CouncilError
     from ..paths import RuneDir
     from ..runtimes.assembly import detect_configured
 
     where = RuneDir.resolve(rune_dir)
-    try:
+    with council_errors():
         report, cached = asyncio.run(
             detect_configured(where, env=dict(os.environ), refresh=refresh)
         )
-    except CouncilError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
     if as_json:
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2))
         return

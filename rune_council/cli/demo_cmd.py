@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .app import EXIT_BAD_INPUT, EXIT_CANCELLED, EXIT_NOTHING_GATHERED, council_app, fail
+from .app import EXIT_NOTHING_GATHERED, council_app, council_errors
 
 
 @council_app.command(
@@ -42,34 +42,23 @@ def demo_command(
 ) -> None:
     from ..council import convene, new_run_id, parse_request
     from ..demo import demo_request, demo_runtimes
-    from ..errors import CouncilError
     from ..paths import RuneDir
     from .live import progress
     from .runs_cmds import report
 
     where = RuneDir.resolve(rune_dir)
-    try:
+    with council_errors():  # a bad --id
         request = parse_request(demo_request(run_id or f"demo-{new_run_id()}"))
-    except CouncilError as exc:  # a bad --id
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
     if not as_json:
         typer.echo(
             f"demo: {len(demo_runtimes())} simulated voices (no AI CLI, no network) on: "
             f"{request.question}",
             err=True,
         )
-    try:
-        with progress(enabled=not as_json) as on_event:
-            result = convene(
-                request,
-                runtimes=demo_runtimes(pace),
-                rune_dir=where.root,
-                on_event=on_event,
-            )
-    except KeyboardInterrupt:
-        raise fail("cancelled; the run file records what had completed", EXIT_CANCELLED) from None
-    except CouncilError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
+    with council_errors(cancellable=True), progress(enabled=not as_json) as on_event:
+        result = convene(
+            request, runtimes=demo_runtimes(pace), rune_dir=where.root, on_event=on_event
+        )
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .app import EXIT_BAD_INPUT, council_app, fail
+from .app import council_app, council_errors
 
 
 @council_app.command(
@@ -32,11 +32,10 @@ def endpoints_command(
     import os
 
     from ..endpoints import setup_from_options, survey
-    from ..errors import CouncilError
     from ..paths import RuneDir
 
     where = RuneDir.resolve(rune_dir)
-    try:
+    with council_errors():
         setup = setup_from_options(
             where,
             endpoints=endpoint or (),
@@ -45,8 +44,6 @@ def endpoints_command(
             with_subagent=False,
         )
         surveys = asyncio.run(survey(setup, where, dict(os.environ)))
-    except CouncilError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
     if as_json:
         doc = [
             {

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from ..contract import (
     AbsentMember,
     Attempt,
-    Budget,
     ChainLink,
     Consolidation,
     CouncilResult,
@@ -39,8 +38,8 @@ from ..contract import (
 from ..runtimes.base import Runtime, RuntimeReply
 from ..runtimes.subagent import FunctionRuntime, SubagentFn
 from ..stages.allocate import SlotPrompts
+from ..stages.dispatch import ask_within, dispatch
 from ..stages.dispatch import attempt_record as _attempt
-from ..stages.dispatch import dispatch
 from . import consolidate, rank, redteam, rounds, vote
 from .tally import tally_text
 
@@ -112,12 +111,6 @@ def adapt_prompts(
     return out
 
 
-async def _ask(runtime: Runtime, prompt: str, budget: Budget) -> RuntimeReply:
-    return await runtime.ask(
-        prompt, timeout_s=budget.per_voice_timeout_s, max_output_bytes=budget.max_output_bytes
-    )
-
-
 class _Deliberation:
     def __init__(
         self,
@@ -170,7 +163,7 @@ class _Deliberation:
             runtime = self.runtimes.get(v.runtime)
             if runtime is None:
                 return v, None, None
-            return v, runtime, await _ask(runtime, prompts[v.id], self.budget)
+            return v, runtime, await ask_within(runtime, prompts[v.id], self.budget)
 
         replies = await asyncio.gather(*(one(v) for v in members))
         return {v.id: (v, rt, reply) for v, rt, reply in replies}
@@ -208,7 +201,7 @@ class _Deliberation:
         chair = self.orchestrator
         if chair is None:
             return None, None, "no orchestrator configured"
-        reply = await _ask(chair, prompt, self.budget)
+        reply = await ask_within(chair, prompt, self.budget)
         attempt = _attempt(chair, reply)
         if reply.outcome != "ok" or not reply.text or not reply.text.strip():
             return None, attempt, f"{chair.name}: {reply.outcome}: {reply.detail}"

@@ -21,6 +21,13 @@ DISPATCH = "council.dispatch"
 OnChange = Callable[[Voice, str], None]
 
 
+async def ask_within(runtime: Runtime, prompt: str, budget: Budget) -> RuntimeReply:
+    """One question to one runtime under the request's per-voice limits."""
+    return await runtime.ask(
+        prompt, timeout_s=budget.per_voice_timeout_s, max_output_bytes=budget.max_output_bytes
+    )
+
+
 def attempt_record(runtime: Runtime, reply: RuntimeReply) -> Attempt:
     return Attempt(
         runtime=runtime.name,
@@ -73,9 +80,7 @@ async def run_slot(
     on_change: OnChange,
 ) -> Voice:
     async def ask(runtime: Runtime, prompt: str) -> RuntimeReply:
-        return await runtime.ask(
-            prompt, timeout_s=budget.per_voice_timeout_s, max_output_bytes=budget.max_output_bytes
-        )
+        return await ask_within(runtime, prompt, budget)
 
     failure = "no runtime could take this slot"
     if primary is not None:

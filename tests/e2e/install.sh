@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the end-to-end suite runs, from this repository's own files:
 #   - the pinned AI CLIs from npm (package.json + package-lock.json) into tests/e2e/node_modules
-#   - aider, pinned in aider-requirements.txt, into its own virtualenv tests/e2e/.aider-venv
+#   - aider, pinned in aider-requirements.txt, into its own virtualenv .e2e/aider-venv at the repository root
 # Each part is skipped when it is already installed from the same pins, so a second run
 # takes a fraction of a second. PYTHON picks the interpreter for aider's venv (3.10-3.12).
 set -euo pipefail
@@ -22,7 +22,7 @@ else
     echo "$want" > "$npm_stamp"
 fi
 
-venv="$here/.aider-venv"
+venv="$(cd "$here/../.." && pwd)/.e2e/aider-venv"
 aider_stamp="$venv/.rune-installed"
 want="$(digest "$here/aider-requirements.txt")-$("$python" -c 'import sys; print(sys.version_info[:2])' | tr -d ' (),')"
 if [[ -f "$aider_stamp" && "$(cat "$aider_stamp")" == "$want" && -x "$venv/bin/aider" ]]; then

@@ -19,7 +19,8 @@ from typing import Protocol
 
 from tests.e2e.clis import E2E_DIR, STUB_KEY, STUB_MODEL, node_bin_dir
 
-AIDER_VENV = E2E_DIR / ".aider-venv"
+# Outside tests/: a virtualenv carries other projects' test files that are not ours to run.
+AIDER_VENV = E2E_DIR.parents[1] / ".e2e" / "aider-venv"
 OPENAI_CLI_NAMES = ("qwen", "opencode", "aider")
 INSTALL_HINT = "run tests/e2e/install.sh to install the pinned CLIs (npm) and aider (PyPI)"
 
