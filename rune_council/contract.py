@@ -9,9 +9,16 @@ queued, the same document with slots moving through their states, then the arbit
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 # Writers write 2.1; readers accept 2.0 too, since 2.1 only added optional sections.
 SCHEMA_VERSION: Literal["2.1"] = "2.1"
@@ -110,7 +117,10 @@ class Budget(_Strict):
 # --------------------------------------------------------------------------- deliberation options
 
 CouncilType = Literal["standard", "red_team"]
-DeliberationMethod = Literal["vote", "rank"]
+# The name of a registered deliberation method (built in: vote, rank, red_team; a caller can
+# register more). The contract checks only the spelling: which names exist is the council's
+# registry's to say, so a run file written with an added method still reads anywhere.
+DeliberationMethod = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 OnDivergence = Literal["warn", "halt", "continue"]
 
 DEFAULT_ROUND_PREFIX = (
@@ -147,7 +157,8 @@ class DeliberationOptions(_Strict):
     method: DeliberationMethod | None = Field(
         default=None,
         description="vote: consolidate into numbered items and vote; rank: rank the "
-        "anonymised answers, tally, synthesise. None: the single pass only.",
+        "anonymised answers, tally, synthesise; or the name of any other registered "
+        "method. None: the single pass only.",
     )
     council_type: CouncilType = Field(
         default="standard", description="red_team: attack prompts and a risk register."

@@ -62,14 +62,21 @@ def new_run_id() -> str:
 
 def parse_request(request: PerspectiveRequest | Mapping[str, Any]) -> PerspectiveRequest:
     if isinstance(request, PerspectiveRequest):
-        return request
-    try:
-        return PerspectiveRequest.model_validate(dict(request))
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'request'}: {e['msg']}" for e in exc.errors()
-        )
-        raise RequestError(f"malformed PerspectiveRequest: {problems}") from exc
+        req = request
+    else:
+        try:
+            req = PerspectiveRequest.model_validate(dict(request))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'request'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise RequestError(f"malformed PerspectiveRequest: {problems}") from exc
+    if req.deliberation is not None and req.deliberation.method is not None:
+        from .deliberation.registry import lookup
+
+        lookup(req.deliberation.method)  # an unknown method fails before anything runs
+    return req
 
 
 def read_artifact(request: PerspectiveRequest) -> tuple[str | None, str | None]:
@@ -282,7 +289,6 @@ async def aconvene(
                 run,
                 req,
                 artifact_name,
-                artifact_text,
                 plan.prompts,
                 runtime_map,
                 sub,
@@ -334,40 +340,26 @@ async def _deliberate(
     run: _Run,
     req: PerspectiveRequest,
     artifact_name: str | None,
-    artifact_text: str | None,
     prompts: Mapping[str, SlotPrompts],
     runtime_map: Mapping[str, Runtime],
     sub: Runtime | None,
     orchestrator: SubagentFn | Runtime | None,
 ) -> None:
-    """The optional stages after ARBITRATE; a later round re-arbitrates through ``_finish``."""
-    from .deliberation.runner import Hooks, deliberate, resolve_orchestrator
+    """The optional stages after ARBITRATE, reporting through the run's event stream."""
+    from .deliberation.runner import Hooks, deliberate
 
-    result = run.result
-
-    def rearbitrate() -> None:
-        notes, used = list(result.notes), set(result.runtime_report.used)
-        result.voices_dropped = []
-        _finish(run, req, artifact_name, artifact_text, close=False)
-        result.notes = notes + [n for n in result.notes[len(notes) :] if n not in notes]
-        result.runtime_report.used = sorted(used | set(result.runtime_report.used))
-
-    chair, note = resolve_orchestrator(orchestrator, req, runtime_map)
-    if note:
-        result.notes.append(note)
-    hooks = Hooks(
-        emit=lambda detail: run.emit("deliberation.status", detail=detail),
-        voice_change=lambda voice, detail: run.emit("voice.status", voice, detail),
-        rearbitrate=rearbitrate,
-    )
     await deliberate(
-        result,
+        run.result,
         req,
+        artifact_name=artifact_name,
         prompts=prompts,
         runtimes=runtime_map,
         subagent=sub,
-        orchestrator=chair,
-        hooks=hooks,
+        orchestrator=orchestrator,
+        hooks=Hooks(
+            emit=lambda detail: run.emit("deliberation.status", detail=detail),
+            voice_change=lambda voice, detail: run.emit("voice.status", voice, detail),
+        ),
     )
 
 

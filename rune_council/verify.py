@@ -18,7 +18,6 @@ from .contract import (
     PerspectiveRequest,
     Validity,
     Voice,
-    VoteResult,
 )
 from .errors import RunFileError
 from .stages.dispatch import DISPATCH
@@ -172,50 +171,27 @@ def verify(recorded: CouncilResult) -> Verification:
 def _check_deliberation(recorded: CouncilResult, outcome: Verification) -> None:
     """Re-run what the optional stages decided by arithmetic alone.
 
-    A rank stage keeps its ballots as a transcript in canonical labels, so its tally can be
-    recomputed whole. A vote's ballots went through a model-written consolidation, so what
-    is re-checked there is the count: each item's required yes votes under the
-    absence-aware threshold and the outcome that follows from the recorded votes.
+    The method that deliberated says what its arithmetic recomputes: a rank stage keeps its
+    ballots as a transcript in canonical labels, so its tally is recomputed whole; a vote's
+    ballots went through a model-written consolidation, so what is re-checked there is the
+    count of the recorded votes under the absence-aware threshold.
     """
     delib = recorded.deliberation
-    if delib is None:
+    if delib is None or delib.method is None:
         return
-    from .deliberation.tally import tally_text
+    from .deliberation.registry import METHODS
 
-    places = [("deliberation", delib.rank, delib.vote)] + [
-        (f"deliberation.rounds[{i}]", r.rank, r.vote) for i, r in enumerate(delib.rounds)
+    method = METHODS.get(delib.method)
+    if method is None:  # added by a caller this process does not have: nothing to recount
+        return
+    places = [("deliberation", delib)] + [
+        (f"deliberation.rounds[{i}]", r) for i, r in enumerate(delib.rounds)
     ]
-    for where, rank, vote in places:
-        if rank is not None:
-            name = f"{where}.rank.tally"
-            outcome.checked.append(name)
-            fresh = tally_text(rank.transcript)
-            outcome.differences += diff(
-                name, rank.tally.model_dump(mode="json"), fresh.model_dump(mode="json")
-            )
-        if vote is not None:
-            outcome.checked.append(f"{where}.vote")
-            outcome.differences += _recount(f"{where}.vote", vote)
-
-
-def _recount(where: str, vote: VoteResult) -> list[Difference]:
-    from .deliberation.vote import required_yes
-
-    out: list[Difference] = []
-    if vote.denominator != len(vote.counted):
-        out.append(Difference(f"{where}.denominator", vote.denominator, len(vote.counted)))
-    need = required_yes(vote.threshold, len(vote.counted))
-    unvoted = []
-    for i, item in enumerate(vote.items):
-        if item.required != need:
-            out.append(Difference(f"{where}.items[{i}].required", item.required, need))
-        if not (item.yes or item.no or item.abstain):
-            expected = "unvoted"
-            unvoted.append(item.number)
-        else:
-            expected = "passed" if len(item.yes) >= need else "failed"
-        if item.outcome != expected:
-            out.append(Difference(f"{where}.items[{i}].outcome", item.outcome, expected))
-    if vote.unvoted != unvoted:
-        out.append(Difference(f"{where}.unvoted", vote.unvoted, unvoted))
-    return out
+    for where, part in places:
+        for recount in method.recount(where, part):
+            outcome.checked.append(recount.name)
+            for name, was, now in recount.values:
+                if isinstance(was, dict):
+                    outcome.differences += diff(name, was, now)
+                elif was != now:
+                    outcome.differences.append(Difference(name, was, now))

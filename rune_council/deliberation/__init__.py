@@ -1,7 +1,8 @@
 """Deliberation beyond one pass: typed moves, the tally, vote, rank, rounds and red team.
 
 Everything here that decides something is arithmetic over contract models (``dsl``,
-``tally``, ``concordance``, ``vote``, ``rank``, ``rounds``, ``redteam``, ``metadata``);
-only ``runner`` talks to runtimes, and it does so through the same ``Runtime.ask`` as the
-council's voices.
+``tally``, ``concordance``, ``vote``, ``rank``, ``rounds``, ``redteam``, ``metadata``).
+A deliberation method (``methods/``, behind the ``Method`` protocol of ``method``) turns one
+round into an outcome; ``registry`` names the methods, ``ballots`` collects every method's
+ballots, ``chair`` asks the chairman, and ``runner`` runs the rounds.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ..contract import CouncilResult, VerdictMetadata
+from ..contract import ConsensusScore, CouncilResult, Deliberation, VerdictMetadata
 
 
 def _seconds(start: str, end: str | None) -> float | None:
@@ -17,6 +17,19 @@ def _seconds(start: str, end: str | None) -> float | None:
     return round(delta.total_seconds(), 3)
 
 
+def _standing(d: Deliberation) -> tuple[ConsensusScore | None, list[str]]:
+    """What the method that deliberated reports; a method this process lacks reports nothing."""
+    if d.method is None:
+        return None, []
+    from .registry import METHODS  # only a run that deliberated loads the methods
+
+    method = METHODS.get(d.method)
+    if method is None:
+        return None, []
+    standing = method.standing(d)
+    return standing.consensus, list(standing.dissenters)
+
+
 def verdict_metadata(result: CouncilResult) -> VerdictMetadata:
     d = result.deliberation
     score = None
@@ -25,13 +38,7 @@ def verdict_metadata(result: CouncilResult) -> VerdictMetadata:
     basis = None
     markers = []
     if d is not None:
-        consensus = None
-        if d.rank is not None:
-            consensus = d.rank.tally.consensus
-            dissenters = list(d.rank.tally.dissenters)
-        elif d.vote is not None:
-            consensus = d.vote.consensus
-            dissenters = list(d.vote.dissenters)
+        consensus, dissenters = _standing(d)
         if consensus is not None:
             score, label = consensus.w, consensus.label
             basis = "rankings"

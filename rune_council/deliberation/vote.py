@@ -159,3 +159,24 @@ def approval_concordance(
         ),
         dissenters,
     )
+
+
+def recount(recorded: VoteResult) -> VoteResult:
+    """The recorded ballots, as the item tallies list them, counted again by :func:`count_votes`.
+
+    Every member named on a tally is a voter, listed or not among ``counted``: a vote cast by
+    someone the count left out is still a vote, and the recount shows the difference.
+    """
+    voters = list(recorded.counted)
+    for item in recorded.items:
+        voters += [v for v in (*item.yes, *item.no, *item.abstain) if v not in voters]
+    choices: dict[str, dict[int, Choice]] = {v: {} for v in voters}
+    for item in recorded.items:
+        for choice, names in (("yes", item.yes), ("no", item.no), ("abstain", item.abstain)):
+            for v in names:
+                choices[v][item.number] = choice
+    items = [
+        ConsolidatedItem(number=i.number, text=i.text, sources=[], voice_ids=[])
+        for i in recorded.items
+    ]
+    return count_votes(items, choices, recorded.threshold)

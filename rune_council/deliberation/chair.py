@@ -1,0 +1,81 @@
+"""The chairman: the runtime that merges and writes the verdict, never a seat.
+
+Any ``Runtime`` the caller configured can chair. When there is none, or its answer is
+unusable, each method writes from its own arithmetic instead and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..contract import Attempt, Budget, PerspectiveRequest, Synthesis
+from ..runtimes.base import Runtime
+from ..runtimes.subagent import FunctionRuntime, SubagentFn
+from ..stages.dispatch import ask_within
+from ..stages.dispatch import attempt_record as _attempt
+from . import rank
+
+
+def resolve_orchestrator(
+    given: SubagentFn | Runtime | None,
+    request: PerspectiveRequest,
+    runtimes: Mapping[str, Runtime],
+) -> tuple[Runtime | None, str | None]:
+    """The caller's orchestrator, else the runtime the request names; a note if it is missing."""
+    if given is not None:
+        if isinstance(given, FunctionRuntime) or hasattr(given, "ask"):
+            return given, None  # type: ignore[return-value]
+        return FunctionRuntime(fn=given, name="orchestrator"), None
+    name = request.deliberation.orchestrator if request.deliberation else None
+    if name is None:
+        return None, None
+    found = runtimes.get(name)
+    if found is None:
+        known = ", ".join(sorted(runtimes)) or "none"
+        return None, f"orchestrator {name!r} is not an available runtime (available: {known})"
+    return found, None
+
+
+@dataclass(frozen=True)
+class Chair:
+    runtime: Runtime | None
+    budget: Budget
+
+    @property
+    def name(self) -> str | None:
+        return self.runtime.name if self.runtime is not None else None
+
+    async def ask(self, prompt: str) -> tuple[str | None, Attempt | None, str]:
+        """(text, attempt, "ok") or (None, attempt or None, why there is no usable text)."""
+        chair = self.runtime
+        if chair is None:
+            return None, None, "no orchestrator configured"
+        reply = await ask_within(chair, prompt, self.budget)
+        attempt = _attempt(chair, reply)
+        if reply.outcome != "ok" or not reply.text or not reply.text.strip():
+            return None, attempt, f"{chair.name}: {reply.outcome}: {reply.detail}"
+        return reply.text, attempt, "ok"
+
+    async def synthesise(self, prompt: str, arithmetic: str) -> Synthesis:
+        """The chairman's verdict, else ``arithmetic`` marked as the fallback."""
+        text, attempt, reason = await self.ask(prompt)
+        if text is not None:
+            reading = rank.read_chairman(text)
+            if reading.text is not None:
+                return Synthesis(
+                    text=reading.text,
+                    by=self.name,
+                    attempt=attempt,
+                    open_questions=reading.open,
+                    closed=not reading.open,
+                    uncertainty_markers=rank.uncertainty_markers(reading.text),
+                )
+            reason = reading.reason
+        return Synthesis(
+            text=arithmetic,
+            fallback="arithmetic",
+            fallback_reason=reason,
+            attempt=attempt,
+            uncertainty_markers=rank.uncertainty_markers(arithmetic),
+        )

@@ -1,0 +1,152 @@
+"""The vote method: the chairman merges the answers into numbered items; every member votes.
+
+The count is :func:`..vote.count_votes` (absence-aware threshold); the verdict is written
+by the chairman from the items that passed, or from the count itself when it cannot.
+"""
+
+from __future__ import annotations
+
+from ...contract import Consolidation, DroppedLine, Voice, VoteResult
+from .. import consolidate, vote
+from ..ballots import DROPPED_CAP, Reading
+from ..method import Outcome, Recount, Results, Round, Standing
+
+
+class Vote:
+    name = "vote"
+
+    async def run(self, round: Round) -> Outcome:
+        merged = await _consolidate(round)
+        how = "deterministic merge" if merged.fallback else f"merged by {merged.by}"
+        round.publish(
+            Outcome(consolidation=merged),
+            f"consolidated into {len(merged.items)} item(s) ({how})",
+        )
+        prompt = vote.ballot_prompt(round.request.question, merged.items, round.red_team)
+        numbers = [i.number for i in merged.items]
+
+        def read(v: Voice, text: str) -> Reading[dict[int, vote.Choice]]:
+            mine, lines = vote.read_ballot(v.id, text, numbers)
+            if not mine:
+                return Reading(None, "malformed ballot: no usable VOTE or ABSTAIN line", lines)
+            return Reading(mine, f"{len(mine)} vote(s)", lines)
+
+        prompts = {v.id: prompt for v in round.members} if merged.items else {}
+        box = await round.ballots(prompts, read, "vote")
+        result = vote.count_votes(
+            merged.items,
+            box.counted,
+            round.options.vote_threshold,
+            ballots=box.ballots,
+            absent=box.absent,
+            dropped=box.dropped,
+        )
+        round.publish(
+            Outcome(vote=result),
+            f"vote: {sum(1 for i in result.items if i.outcome == 'passed')} passed of "
+            f"{len(result.items)}, {result.denominator} ballot(s) counted, "
+            f"{len(result.absent)} absent",
+        )
+        synthesis = await round.chair.synthesise(
+            _chair_prompt(round.request.question, result), _verdict(result)
+        )
+        return Outcome(synthesis=synthesis, consolidation=merged, vote=result)
+
+    def standing(self, results: Results) -> Standing:
+        if results.vote is None:
+            return Standing()
+        return Standing(results.vote.consensus, list(results.vote.dissenters))
+
+    def recount(self, where: str, results: Results) -> list[Recount]:
+        if results.vote is None:
+            return []
+        return [vote_recount(f"{where}.vote", results.vote)]
+
+
+def vote_recount(name: str, recorded: VoteResult) -> Recount:
+    """The recorded ballots counted again; what the count decides, beside what was recorded."""
+    fresh = vote.recount(recorded)
+    values: list[tuple[str, object, object]] = [
+        (f"{name}.denominator", recorded.denominator, fresh.denominator)
+    ]
+    for i, (old, new) in enumerate(zip(recorded.items, fresh.items, strict=True)):
+        values.append((f"{name}.items[{i}].required", old.required, new.required))
+        values.append((f"{name}.items[{i}].outcome", old.outcome, new.outcome))
+    values.append((f"{name}.unvoted", recorded.unvoted, fresh.unvoted))
+    return Recount(name, values)
+
+
+async def _consolidate(round: Round) -> Consolidation:
+    valid = round.members
+    sources = consolidate.sources_of(valid)
+    text, attempt, reason = (
+        await round.chair.ask(consolidate.orchestrator_prompt(round.request.question, sources))
+        if sources
+        else (None, None, "nothing to consolidate")
+    )
+    dropped: list[DroppedLine] = []
+    if text is not None:
+        reading = consolidate.read_consolidation(text, sources)
+        dropped = reading.dropped[:DROPPED_CAP]
+        if reading.items is not None:
+            return Consolidation(
+                items=reading.items,
+                by=round.chair.name,
+                attempt=attempt,
+                dropped_lines=dropped,
+                notes=reading.notes,
+            )
+        reason = f"unusable answer: {reading.reason}"
+    return Consolidation(
+        items=consolidate.deterministic_merge(valid, round.result.clusters),
+        fallback="deterministic",
+        fallback_reason=reason,
+        attempt=attempt,
+        dropped_lines=dropped,
+    )
+
+
+def _chair_prompt(question: str, result: VoteResult) -> str:
+    passed = [i for i in result.items if i.outcome == "passed"]
+    return (
+        "You chair a council. Its members voted on numbered items; the vote is arithmetic "
+        "and not yours to change.\n\n"
+        f"Question:\n{question}\n\nItems that passed:\n"
+        + ("\n".join(f"{i.number}. {i.text}" for i in passed) or "(none)")
+        + "\n\nItems that failed or got no vote:\n"
+        + (
+            "\n".join(
+                f"{i.number}. {i.text} ({i.outcome})" for i in result.items if i.outcome != "passed"
+            )
+            or "(none)"
+        )
+        + "\n\nWrite the council's verdict for a person in a few short paragraphs from the "
+        "items that passed. Where members split, start that paragraph with [UNCERTAIN]. "
+        'Finish with one line: SYNTH open=["<open question>"] (empty if none).\n'
+    )
+
+
+def _verdict(result: VoteResult) -> str:
+    """The verdict the count alone supports, for when no chairman answered."""
+    lines = [
+        f"Vote of {result.denominator} counted ballot(s); an item needed "
+        f"{result.items[0].required if result.items else 0} yes vote(s) "
+        f"(threshold {result.threshold:g} of the ballots counted)."
+    ]
+    for i in result.items:
+        lines.append(
+            f"{i.number}. {i.outcome.upper()} ({len(i.yes)} yes, {len(i.no)} no, "
+            f"{len(i.abstain)} abstain): {i.text}"
+        )
+    split = [i for i in result.items if i.yes and i.no]
+    for i in split:
+        lines.append(
+            f"\n[UNCERTAIN] Item {i.number} split the council: yes {', '.join(i.yes)}; "
+            f"no {', '.join(i.no)}."
+        )
+    if result.absent:
+        lines.append("Absent: " + ", ".join(f"{a.voice_id} ({a.reason})" for a in result.absent))
+    return "\n".join(lines)
+
+
+METHOD = Vote()
