@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from . import safejson
 from .contract import VoiceAnswer
 
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -28,12 +29,14 @@ class Extraction:
 
 def _objects_in(text: str) -> list[object]:
     """Every top-level JSON value that starts at a '{' and decodes cleanly."""
-    decoder = json.JSONDecoder()
     found: list[object] = []
     pos = text.find("{")
     while pos != -1:
         try:
-            value, end = decoder.raw_decode(text, pos)
+            value, end = safejson.raw_decode(text, pos)
+        except safejson.TooDeep as exc:
+            pos = text.find("{", exc.resume_at)
+            continue
         except json.JSONDecodeError:
             pos = text.find("{", pos + 1)
             continue

@@ -8,14 +8,15 @@ family = "anthropic"                  # what the host's model is; default unknow
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import safejson
 from .errors import RuntimeConfigError
 from .paths import RuneDir
+from .safefile import read_capped_text
 
 CONFIG_NAME = "council.toml"
 # The per-user settings directory: $RUNE_COUNCIL_CONFIG_DIR, else the XDG config home.
@@ -32,10 +33,10 @@ def read_council_toml(rune_dir: RuneDir) -> dict[str, Any]:
     """The parsed ``council.toml`` (empty when there is none); each section's owner validates it."""
     path = rune_dir.root / CONFIG_NAME
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return safejson.loads_toml(read_capped_text(path, 1_000_000), what=str(path))
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise RuntimeConfigError(f"{path}: {exc}") from exc
 
 
@@ -51,10 +52,10 @@ def user_config_file(env: Mapping[str, str] | None = None) -> Path:
 def read_toml_file(path: Path) -> dict[str, Any]:
     """A parsed TOML file, empty when it does not exist; unreadable or invalid is an error."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return safejson.loads_toml(read_capped_text(path, 1_000_000), what=str(path))
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise RuntimeConfigError(f"{path}: {exc}") from exc
 
 

@@ -12,15 +12,16 @@ dispatches nothing external: the council runs on subagents only and says why.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import safejson
 from .errors import RuntimeConfigError
 from .paths import RuneDir
 from .recorder import atomic_write_json
+from .safefile import read_capped_text
 
 ENV_ALLOW = "RUNE_COUNCIL_ALLOW_EXTERNAL"
 REMEMBERED = "consent.json"
@@ -61,7 +62,7 @@ def from_config(sources: list[tuple[Path, Mapping[str, Any]]]) -> Consent | None
 def remembered(rune_dir: RuneDir) -> Consent | None:
     path = rune_dir.root / REMEMBERED
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = safejson.loads(read_capped_text(path, 64_000), what=str(path))
     except (OSError, ValueError):
         return None
     if isinstance(doc, dict) and doc.get("allow_external") is True:

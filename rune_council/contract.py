@@ -69,7 +69,7 @@ class _Strict(BaseModel):
 
 
 def is_safe_run_id(value: str) -> bool:
-    return bool(_RUN_ID_RE.match(value)) and value not in {".", ".."} and ".." not in value
+    return bool(_RUN_ID_RE.fullmatch(value)) and value not in {".", ".."} and ".." not in value
 
 
 # --------------------------------------------------------------------------- request

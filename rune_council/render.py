@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .contract import CouncilResult
+from .safetext import plain
 
 
 def render(result: CouncilResult) -> str:
@@ -72,4 +73,5 @@ def render(result: CouncilResult) -> str:
         lines += ["", "### Notes"] + [f"- {n}" for n in result.notes]
     if result.run_file:
         lines += ["", f"Run file: {result.run_file}"]
-    return "\n".join(lines) + "\n"
+    # Questions, stances, claims and reasons are what voices wrote: text, never escapes.
+    return plain("\n".join(lines) + "\n")

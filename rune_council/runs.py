@@ -9,7 +9,6 @@ abandoned only after many missed heartbeats.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import socket
 from dataclasses import dataclass
@@ -18,9 +17,11 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from . import safejson
 from .contract import CouncilResult, Orchestrator
 from .errors import RunFileError
 from .paths import RuneDir
+from .safefile import read_capped
 
 # Six missed heartbeats (they come every 5 s) before a run on another host counts as gone.
 REMOTE_STALE_AFTER_S = 30.0
@@ -30,6 +31,8 @@ LOCAL_STALL_WARN_S = 20.0
 # Slack between a process starting and it writing ``started_at``; a pid whose process began
 # later than that has been reused by something else.
 PID_REUSE_SLACK_S = 2.0
+# Run files come from anywhere (a shared directory, a download); bigger than any real one.
+MAX_RUN_FILE_BYTES = safejson.DEFAULT_MAX_BYTES
 
 
 def locate(ref: str, rune_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -46,15 +49,17 @@ def locate(ref: str, rune_dir: str | os.PathLike[str] | None = None) -> Path:
 def load(path: Path) -> CouncilResult:
     """Parse a run file; every failure is one ``RunFileError`` line saying what is wrong."""
     try:
-        raw = path.read_bytes()
+        raw, cut = read_capped(path, MAX_RUN_FILE_BYTES)
     except FileNotFoundError:
         raise RunFileError(f"no run file at {path}") from None
     except OSError as exc:
         raise RunFileError(f"cannot read {path}: {exc.strerror}") from None
+    if cut:
+        raise RunFileError(f"{path} is larger than {MAX_RUN_FILE_BYTES} bytes; not read")
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunFileError(f"{path} is not JSON: {exc}") from None
+        data = safejson.loads(raw, max_bytes=MAX_RUN_FILE_BYTES, what=str(path))
+    except safejson.UnreadableJSON as exc:
+        raise RunFileError(f"{path} is not JSON we can read: {exc}") from None
     try:
         return CouncilResult.model_validate(data)
     except ValidationError as exc:
@@ -174,7 +179,8 @@ def summarise(path: Path, *, host: str | None = None) -> RunSummary:
         end = dt.datetime.now(dt.UTC).isoformat()
     return RunSummary(
         path=path,
-        run_id=result.id,
+        # The name is what every command resolves; an id written inside could be anything.
+        run_id=path.stem.removeprefix("run-"),
         question=result.question,
         status=status,
         decorrelation=result.decorrelation,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import stat
 import sys
@@ -479,7 +480,7 @@ def test_prompt_travels_on_stdin_only(cli: Harness) -> None:
     cli.assert_all_gone()
 
 
-def test_environment_is_exactly_the_one_given(
+def test_environment_is_exactly_the_one_given_plus_the_lineage_marker(
     cli: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RUNE_COUNCIL_MUST_NOT_LEAK", "1")
@@ -488,6 +489,9 @@ def test_environment_is_exactly_the_one_given(
     cli.run(env, on_start=spy)
     assert spy.environ is not None
     received = dict(item.split(b"=", 1) for item in spy.environ.split(b"\0") if item)
+    marker = received.pop(b"RUNE_COUNCIL_VOICE")
+    # The marker is random, names nothing from the parent, and differs from voice to voice.
+    assert re.fullmatch(rb"[0-9a-f]{16}\.[0-9]+", marker)
     assert received == {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
     cli.assert_all_gone()
 

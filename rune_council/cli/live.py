@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..safetext import markup, plain
+
 if TYPE_CHECKING:
     from ..contract import CouncilResult, RunEvent
 
@@ -127,10 +129,12 @@ class Board:
             caption = self.outcome or " · ".join(
                 part for part in (f"{seconds(now - self.began)} elapsed", self.stage) if part
             )
+        # Everything but the status column comes from voices, endpoints or the question:
+        # shown as text, never read as markup or passed through as escape sequences.
         table = Table(
-            title=title,
+            title=markup(title),
             title_justify="left",
-            caption=caption,
+            caption=markup(caption),
             caption_justify="left",
             expand=False,
         )
@@ -147,13 +151,13 @@ class Board:
             if status == "running":
                 status = f"{_SPINNER[int(now * 10) % len(_SPINNER)]} running"
             table.add_row(
-                row.voice_id,
-                row.runtime,
-                row.family,
-                row.role,
+                markup(row.voice_id),
+                markup(row.runtime),
+                markup(row.family),
+                markup(row.role),
                 Text(status, style=_STYLE.get(row.status, "")),
                 seconds(row.elapsed(now)),
-                row.detail,
+                markup(row.detail),
             )
         return table
 
@@ -199,7 +203,7 @@ class PlainProgress:
             self._say(f"council {result.id}: {event.detail}")
 
     def _say(self, line: str) -> None:
-        self.stream.write(line + "\n")
+        self.stream.write(plain(line) + "\n")
         self.stream.flush()
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .. import safejson
 from ..contract import ClaimCluster, Risk, RiskRegister, Severity, Voice
 from ..stages.allocate import SlotPrompts
 
@@ -87,7 +88,8 @@ def read_register(text: str, labels: Mapping[str, str], by: str) -> tuple[RiskRe
         if start == -1 or end <= start:
             continue
         try:
-            wire = _WireRegister.model_validate(json.loads(block[start : end + 1]))
+            doc = safejson.loads(block[start : end + 1], what="risk register")
+            wire = _WireRegister.model_validate(doc)
         except (json.JSONDecodeError, ValidationError) as exc:
             last_error = f"register does not parse: {str(exc).splitlines()[0]}"
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..contract import CouncilResult
+from ..safetext import plain
 
 
 def deliberation_request(
@@ -115,4 +116,4 @@ def render_deliberation(result: CouncilResult) -> str:
             parts.append(f"{m.duration_seconds:g} s")
         lines += ["", "### Verdict metadata", "- " + ", ".join(parts)]
         lines += [f"- [UNCERTAIN] {u.text}" for u in m.uncertainty_markers]
-    return "\n".join(lines) + ("\n" if lines else "")
+    return plain("\n".join(lines) + ("\n" if lines else ""))

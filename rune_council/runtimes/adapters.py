@@ -15,13 +15,14 @@ import json
 import os
 import re
 import signal
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from .. import safejson
 from ..contract import AttemptOutcome, FamilyConfidence
+from ..safefile import read_capped, read_capped_text
 from .backend_family import BackendReader, aider_backend, cline_backend, opencode_backend
 from .base import EnvPolicy
 from .parsers import (
@@ -130,8 +131,9 @@ def _codex_env_keys(env: Mapping[str, str]) -> list[str]:
     """The key variables the user's codex providers name (``env_key``), so they pass through."""
     home = Path(env.get("CODEX_HOME") or Path(env.get("HOME", "~")).expanduser() / ".codex")
     try:
-        config = tomllib.loads((home / "config.toml").read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        text = read_capped_text(home / "config.toml", 1_000_000)
+        config = safejson.loads_toml(text, what="codex config")
+    except (OSError, ValueError):
         return []
     providers = config.get("model_providers")
     names: list[str] = []
@@ -153,7 +155,8 @@ def _opencode_env_keys(env: Mapping[str, str]) -> list[str]:
     paths += [base / "opencode" / n for n in ("opencode.json", "opencode.jsonc", "config.json")]
     for path in paths:
         try:
-            texts.append(path.read_text(encoding="utf-8", errors="replace")[:1_000_000])
+            data, _cut = read_capped(path, 1_000_000)
+            texts.append(data.decode("utf-8", errors="replace"))
         except OSError:
             continue
     return sorted({m.group(1) for text in texts for m in _ENV_REFERENCE.finditer(text)})

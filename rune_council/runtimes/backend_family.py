@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import safejson
+
 # Model-name patterns by the family that trained the model; matched on the last path
 # segment of the id, lower-cased.
 _NAME_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -73,7 +75,7 @@ def _read_text(path: Path) -> str | None:
 
 def _loads_jsonc(text: str) -> object:
     try:
-        return json.loads(text)
+        return safejson.loads(text, what="config")
     except json.JSONDecodeError:
         pass
     # JSON with comments: drop whole-line and block comments and trailing commas.
@@ -81,7 +83,7 @@ def _loads_jsonc(text: str) -> object:
     stripped = re.sub(r"(?m)^\s*//.*$", "", stripped)
     stripped = re.sub(r",(\s*[}\]])", r"\1", stripped)
     try:
-        return json.loads(stripped)
+        return safejson.loads(stripped, what="config")
     except json.JSONDecodeError:
         return None
 

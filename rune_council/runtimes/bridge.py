@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import safejson
 from ..contract import FamilyConfidence, VoiceSource
 from .adapters import ADAPTERS, classify_exit
 from .base import EnvPolicy, RuntimeReply, redact, secret_values
@@ -61,7 +62,7 @@ class BridgeAgent:
 
 def parse_agent_list(stdout: str) -> list[BridgeAgent]:
     try:
-        doc = json.loads(stdout)
+        doc = safejson.loads(stdout, what="agent list")
     except json.JSONDecodeError:
         return []
     if isinstance(doc, dict):

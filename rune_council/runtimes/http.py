@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import functools
 import ipaddress
-import json
 import ssl
 import time
 from collections import Counter
@@ -30,6 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .. import safejson
 from ..answer import extract_answer
 from ..contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
 from ..errors import EndpointCallError
@@ -134,7 +134,7 @@ def _error_message(payload: Any) -> str | None:
 
 def _completion_text(raw: bytes) -> str:
     try:
-        payload = json.loads(raw)
+        payload = safejson.loads(raw, what="response")
     except ValueError as exc:
         raise _Malformed(f"response is not JSON ({exc}): {raw[:120]!r}") from None
     message = _error_message(payload)
@@ -171,7 +171,7 @@ async def _stream_text(response: httpx.Response, cap: int) -> str:
                 done = True
                 continue
             try:
-                event = json.loads(data)
+                event = safejson.loads(data, what="stream event")
             except ValueError:
                 raise _Malformed(f"stream event is not JSON: {data[:120]!r}") from None
             message = _error_message(event)
@@ -336,7 +336,7 @@ class EndpointClient:
         except _TooLarge as exc:
             raise EndpointCallError(f"GET /models: {exc}", kind="too_large") from None
         try:
-            payload = json.loads(raw)
+            payload = safejson.loads(raw, what="model list")
             entries = payload["data"]
             ids = [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
         except (ValueError, KeyError, TypeError):
@@ -349,7 +349,7 @@ class EndpointClient:
 def _status_detail(response: httpx.Response, raw: bytes) -> str:
     message: str | None = None
     with contextlib.suppress(ValueError):
-        message = _error_message(json.loads(raw))
+        message = _error_message(safejson.loads(raw, what="error body"))
     if message is None:
         message = raw.decode("utf-8", errors="replace").strip()[:300]
     phrase = response.reason_phrase or ""

@@ -12,6 +12,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from .. import safejson
+
 
 @dataclass(frozen=True)
 class Parsed:
@@ -30,7 +32,7 @@ def json_objects(stdout: str) -> list[dict[str, object]]:
     """Whole-output JSON first, else one object per line (JSONL); junk lines are skipped."""
     stripped = stdout.strip()
     try:
-        whole = json.loads(stripped)
+        whole = safejson.loads(stripped, what="CLI output")
     except json.JSONDecodeError:
         whole = None
     if isinstance(whole, dict):
@@ -43,7 +45,7 @@ def json_objects(stdout: str) -> list[dict[str, object]]:
         if not line.startswith("{"):
             continue
         try:
-            value = json.loads(line)
+            value = safejson.loads(line, what="CLI output line")
         except json.JSONDecodeError:
             continue
         if isinstance(value, dict):

@@ -28,6 +28,8 @@ from typing import Any, BinaryIO, Literal
 
 import psutil
 
+from . import lineage
+
 __all__ = ["Outcome", "ProcessResult", "run_process"]
 
 # After a timeout nobody waits for the voice's answer any more, so there is nothing for it to
@@ -106,10 +108,12 @@ async def run_process(
                 scratch = tempfile.mkdtemp(prefix="rune-council-")  # mode 0o700
             except OSError as exc:
                 return _not_started(started, f"could not create a working directory: {exc}")
+        marker = lineage.next_voice_marker()
         run = _Run(
             argv=list(argv),
             stdin=stdin,
-            env=dict(env),
+            env={**env, lineage.MARKER_VAR: marker},
+            marker=marker,
             cwd=cwd if cwd is not None else scratch,
             timeout_s=timeout_s,
             max_stdout=max_stdout,
@@ -172,9 +176,10 @@ class _Feed(asyncio.BaseProtocol):
 class _ProcessTree:
     """Everything the child started, and the means to end it."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, marker: str) -> None:
         # start_new_session makes the child the leader of a group whose id is its pid.
         self.pgid = pid
+        self.marker = marker
         self.known: dict[int, psutil.Process] = {}
         self.root: psutil.Process | None = None
         with contextlib.suppress(psutil.Error):
@@ -193,7 +198,13 @@ class _ProcessTree:
             self.known[proc.pid] = proc
 
     def members(self) -> list[psutil.Process]:
-        candidates = [*self.known.values(), *_group_members(self.pgid)]
+        # The marker in the environment finds descendants that left both the group and the
+        # parent chain (double fork + setsid + closed stdio) before we recorded them.
+        candidates = [
+            *self.known.values(),
+            *_group_members(self.pgid),
+            *lineage.marked_processes(self.marker),
+        ]
         if self.root is not None:
             candidates.append(self.root)
         unique = {(p.pid, _create_time(p)): p for p in candidates}
@@ -203,7 +214,11 @@ class _ProcessTree:
         # Collect before signalling: once a parent dies its children are reparented and no
         # longer show up as descendants of the root.
         self.record_descendants()
-        await _terminate(self.members(), grace_s, pgid=self.pgid)
+        members = self.members()
+        try:
+            await _terminate(members, grace_s, pgid=self.pgid)
+        finally:
+            lineage.reap_adopted(members)
 
 
 class _Run:
@@ -219,7 +234,9 @@ class _Run:
         max_stderr: int,
         kill_grace_s: float,
         started: float,
+        marker: str,
     ) -> None:
+        self.marker = marker
         self.argv = argv
         self.stdin = stdin
         self.env = env
@@ -247,6 +264,7 @@ class _Run:
         stdout_file = open(out_r, "rb", buffering=0)  # noqa: SIM115
         stderr_file = open(err_r, "rb", buffering=0)  # noqa: SIM115
         loose_files: list[BinaryIO] = [stdin_file, stdout_file, stderr_file]
+        lineage.ensure_subreaper()
         try:
             try:
                 proc = await asyncio.create_subprocess_exec(
@@ -257,7 +275,9 @@ class _Run:
                     env=self.env,
                     cwd=self.cwd,
                     start_new_session=True,
+                    preexec_fn=lineage.child_setup(),
                 )
+                lineage.spawned_roots.add(proc.pid)
             finally:
                 for fd in (in_r, out_w, err_w):
                     os.close(fd)
@@ -270,7 +290,7 @@ class _Run:
                 f.close()
             raise
 
-        tree = _ProcessTree(proc.pid)
+        tree = _ProcessTree(proc.pid, self.marker)
         out = _Capture(loop, self.max_stdout, keep_tail=False)
         err = _Capture(loop, self.max_stderr, keep_tail=True)
         out_transport: asyncio.ReadTransport | None = None
@@ -329,6 +349,7 @@ class _Run:
                 in_transport.abort()
             for f in loose_files:
                 f.close()
+            lineage.spawned_roots.discard(proc.pid)
 
     async def _supervise(
         self,

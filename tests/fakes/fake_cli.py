@@ -57,6 +57,8 @@ Other variables:
     FAKE_STDIN_COPY         write the bytes received on stdin to this file
     FAKE_IGNORE_SIGTERM     ``1``: ignore SIGTERM in the child and any grandchild
     FAKE_GRANDCHILD_SETSID  ``1``: the grandchild calls setsid(), leaving the process group
+    FAKE_GRANDCHILD_DOUBLE_FORK ``1``: the grandchild forks once more and exits, leaving an
+                            orphan (recorded as ``daemon <pid>``) that does the rest
     FAKE_GRANDCHILD_CLOSE_STDIO
                             ``1``: the grandchild closes stdin/stdout/stderr, like a daemon
     FAKE_GRANDCHILD_SLEEP_S how long the grandchild sleeps
@@ -202,6 +204,12 @@ def _fork_grandchild() -> None:
         _record_pid("grandchild", pid)
         return
     try:
+        if _env("FAKE_GRANDCHILD_DOUBLE_FORK", "") == "1":
+            # The classic daemon: fork again and let the middle process exit at once, so the
+            # survivor is nobody's descendant any more.
+            if os.fork():
+                os._exit(0)
+            _record_pid("daemon", os.getpid())
         if _env("FAKE_GRANDCHILD_SETSID", "") == "1":
             os.setsid()
         if _env("FAKE_GRANDCHILD_CLOSE_STDIO", "") == "1":

@@ -1,0 +1,203 @@
+"""Every process a voice starts stays within our reach, even after the council dies.
+
+Three mechanisms, each covering what the others miss:
+
+- Each voice's environment carries a marker (``RUNE_COUNCIL_VOICE=<run>.<n>``). Descendants
+  inherit it however they detach (double fork, setsid, closed stdio), so the whole lineage
+  of a voice can be found by reading ``/proc/<pid>/environ``; the run part lets a later
+  command find what an abandoned run left behind.
+- On Linux the voice is started with a parent-death signal: if the council is killed
+  outright (SIGKILL), the kernel kills the voice with it.
+- On Linux the council becomes a child subreaper, so a daemonizing descendant is re-parented
+  to the council rather than to init while the council lives.
+
+Where a mechanism is missing (another OS, no ctypes) the others still apply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import itertools
+import os
+import secrets
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+
+import psutil
+
+__all__ = [
+    "MARKER_VAR",
+    "child_setup",
+    "current_run_marker",
+    "ensure_subreaper",
+    "kill_marked",
+    "marked_processes",
+    "new_run_marker",
+    "next_voice_marker",
+    "reap_adopted",
+    "run_marker",
+]
+
+MARKER_VAR = "RUNE_COUNCIL_VOICE"
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+# Voices started outside any council run (direct library use) still get a marker unique to
+# this process, so their lineage can be found all the same.
+_PROCESS_MARKER = secrets.token_hex(8)
+_run_marker: ContextVar[str] = ContextVar("rune_council_run_marker", default=_PROCESS_MARKER)
+_serial = itertools.count(1)
+_subreaper_lock = threading.Lock()
+_subreaper: bool | None = None
+# Pids started directly by run_process: asyncio waits for these itself, so they are never
+# reaped here.
+spawned_roots: set[int] = set()
+
+
+def new_run_marker() -> str:
+    return secrets.token_hex(8)
+
+
+def current_run_marker() -> str:
+    return _run_marker.get()
+
+
+@contextlib.contextmanager
+def run_marker(marker: str) -> Iterator[None]:
+    """Mark every voice started inside the block as belonging to run ``marker``."""
+    token = _run_marker.set(marker)
+    try:
+        yield
+    finally:
+        _run_marker.reset(token)
+
+
+def next_voice_marker() -> str:
+    return f"{_run_marker.get()}.{next(_serial)}"
+
+
+def _libc_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl: Callable[..., int] = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+_PRCTL = _libc_prctl()
+
+
+def ensure_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (once; Linux only)."""
+    global _subreaper
+    with _subreaper_lock:
+        if _subreaper is None:
+            _subreaper = _PRCTL is not None and _PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return _subreaper
+
+
+def child_setup() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that ties the child's life to this process (Linux only), or None.
+
+    The signal fires when the forking thread dies, which for asyncio is the event loop's
+    thread: it outlives every voice it starts. A parent that died before the signal was armed
+    is detected by the changed parent pid.
+    """
+    prctl = _PRCTL
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(125)
+
+    return arm
+
+
+def _environ_has(pid: int, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            # The block starts without a NUL; prepend one so the first variable matches
+            # like the others.
+            data = b"\0" + fh.read(1_000_000)
+    except OSError:
+        return False
+    return needle in data
+
+
+def marked_processes(marker: str, *, prefix: bool = False) -> list[psutil.Process]:
+    """Live processes whose environment carries ``marker`` (or, with ``prefix``, any marker
+    that starts with it)."""
+    needle = f"\0{MARKER_VAR}={marker}{'' if prefix else chr(0)}".encode()
+    me = os.getpid()
+    found: list[psutil.Process] = []
+    if sys.platform.startswith("linux"):
+        uid = os.getuid()
+        for pid in psutil.pids():
+            if pid == me:
+                continue
+            try:
+                if os.stat(f"/proc/{pid}").st_uid != uid:
+                    continue
+            except OSError:
+                continue
+            if _environ_has(pid, needle):
+                with contextlib.suppress(psutil.Error):
+                    found.append(psutil.Process(pid))
+        return found
+    for proc in psutil.process_iter():
+        try:
+            value = proc.environ().get(MARKER_VAR, "")
+        except psutil.Error:
+            continue
+        if proc.pid != me and (value.startswith(marker) if prefix else value == marker):
+            found.append(proc)
+    return found
+
+
+def reap_adopted(procs: list[psutil.Process]) -> None:
+    """Collect the exit status of killed processes that were re-parented to us.
+
+    As subreaper we inherit orphans; once dead they stay zombies until we wait for them.
+    Only processes we just killed are waited for, and never the ones asyncio waits for.
+    """
+    me = os.getpid()
+    for proc in procs:
+        if proc.pid in spawned_roots:
+            continue
+        try:
+            if proc.ppid() != me:
+                continue
+        except psutil.Error:
+            continue
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(proc.pid, os.WNOHANG)
+
+
+def kill_marked(run: str, *, not_before: float | None = None) -> int:
+    """SIGKILL every live process marked as belonging to ``run``; how many were signalled.
+
+    ``not_before`` (a Unix time) spares processes created before it: a marker can only be
+    inherited, never predate the run that made it.
+    """
+    count = 0
+    for proc in marked_processes(f"{run}.", prefix=True):
+        try:
+            if not_before is not None and proc.create_time() < not_before - 1.0:
+                continue
+            proc.kill()
+            count += 1
+        except psutil.Error:
+            continue
+    return count

@@ -1,0 +1,69 @@
+"""Reading a file someone else may have planted: regular files only, never more than a cap.
+
+``Path.read_bytes`` on a FIFO blocks until a writer appears, on ``/dev/zero`` grows until
+memory runs out, and on a sparse multi-gigabyte file reads all of it before anyone can cut
+it. Here the file is opened without blocking, must be a regular file, and is read only up
+to the cap (one byte more, to know whether it was cut).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["NotRegularFile", "read_capped"]
+
+_CHUNK = 1 << 20
+
+
+class NotRegularFile(OSError):
+    """The path names a FIFO, device, socket or directory: nothing is read from it."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def read_capped(path: str | os.PathLike[str], cap: int) -> tuple[bytes, bool]:
+    """(up to ``cap`` bytes of the file, whether there was more).
+
+    Raises ``FileNotFoundError`` and other ``OSError`` as ``open`` does, and
+    ``NotRegularFile`` (an ``OSError`` whose ``strerror`` says what the path is) for
+    anything but a regular file.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, f"{_kind(mode)}, not a regular file", str(path))
+        chunks: list[bytes] = []
+        left = cap + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, _CHUNK))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    return data[:cap], len(data) > cap
+
+
+def read_capped_text(path: Path, cap: int) -> str:
+    """UTF-8 text of a regular file no larger than ``cap`` bytes (``ValueError`` if larger)."""
+    data, cut = read_capped(path, cap)
+    if cut:
+        raise ValueError(f"{path} is larger than {cap} bytes")
+    return data.decode("utf-8")

@@ -1,0 +1,55 @@
+"""Text that voices, endpoints or files control, made safe to show.
+
+A voice's answer, an error tail, a model id or a question can carry terminal escape
+sequences (retitle the window, write the clipboard with OSC 52, clear the screen) or
+square-bracket text that rich would read as markup. Nothing from outside reaches a terminal
+or the live view without passing through here; the run file keeps the raw text, so an audit
+sees exactly what was said.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["markup", "plain"]
+
+# Escape sequences first (so their printable tails go with them), then every remaining
+# control character except newline and tab.
+_SEQUENCES = re.compile(
+    r"""
+      \x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?     # OSC ... BEL/ST (title, clipboard, links)
+    | \x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?          # DCS, SOS, PM, APC strings
+    | \x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?       # CSI (colours, cursor, clear screen)
+    | \x1b[\x20-\x2f]*[\x30-\x7e]?                     # two-byte escapes (charset, reset)
+    | \x9d[^\x07\x9c]*(?:\x07|\x9c)?                   # 8-bit OSC
+    | \x9b[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?         # 8-bit CSI
+    """,
+    re.VERBOSE,
+)
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides that
+# can make text read differently from what it is.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+_BRACKET = re.compile(r"(\\*)\[")
+_TAG_BODY = re.compile(r"[a-z#/@][^[]*?]")
+
+
+def plain(text: str) -> str:
+    """``text`` without escape sequences or control characters (newlines and tabs kept)."""
+    return _CONTROLS.sub("", _SEQUENCES.sub("", text))
+
+
+def markup(text: str) -> str:
+    """``plain(text)`` escaped so rich shows it literally instead of reading it as markup."""
+    return _BRACKET.sub(_escape_bracket, plain(text))
+
+
+def _escape_bracket(match: re.Match[str]) -> str:
+    # rich reads ``[`` as a tag only when a tag's shape follows; there, n backslashes in
+    # front stand for n // 2 and an odd one escapes the tag, so 2n + 1 keep both literal.
+    # Elsewhere it only turns ``\[`` into ``[``, so one extra backslash keeps the n.
+    backslashes = match.group(1)
+    if _TAG_BODY.match(match.string, match.end()):
+        return backslashes * 2 + "\\["
+    return backslashes + "\\["
