@@ -1,72 +1,459 @@
-"""Settings a user keeps in ``<rune dir>/council.toml`` instead of repeating flags.
+"""Settings kept in ``council.toml`` instead of repeated flags: one model, read once per run.
 
-[subagent]
-command = "my-host-agent --answer"   # prompt on stdin, answer on stdout
-family = "anthropic"                  # what the host's model is; default unknown
+Two files may hold them. The user's own (``$RUNE_COUNCIL_CONFIG_DIR``, else
+``$XDG_CONFIG_HOME/rune-council``, else ``~/.config/rune-council``) and the project's
+``<rune dir>/council.toml``. ``load_config`` reads each once, validates it against
+``CouncilFile`` (an unknown section or key is an error that names the closest valid
+name), leaves out what an untrusted project file may not decide, and merges the rest with
+the project's value winning where both files speak::
+
+    [subagent]
+    command = "my-host-agent --answer"   # prompt on stdin, answer on stdout
+    family = "anthropic"                  # what the host's model is; default unknown
+    endpoint = "nim"                      # or: an endpoint model takes failed slots
+    model = "meta/llama-3.3-70b-instruct"
+
+    [consent]
+    allow_external = true                 # external CLIs and endpoints may get the question
+
+    [env]
+    allow = ["HTTPS_PROXY"]               # passed through to every external CLI
+
+    [runtimes.NAME]   ...                 # see rune_council.runtimes.user_defined
+    [endpoints.NAME]  ...                 # see rune_council.endpoints.config
+
+A project file comes with a repository, and a repository is not the user. Until the user
+trusts its exact content (``rune council trust``, see ``rune_council.trust_store``), every
+section of it that runs a program, sends a key, passes the user's variables on or grants
+consent is left out whole, and one note says which.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
+import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import safejson
 from .errors import RuntimeConfigError
 from .paths import RuneDir
-from .safefile import read_capped_text
+from .safefile import read_capped
+from .trust_store import TrustRecord, TrustStore, digest
 
 CONFIG_NAME = "council.toml"
 # The per-user settings directory: $RUNE_COUNCIL_CONFIG_DIR, else the XDG config home.
 ENV_CONFIG_DIR = "RUNE_COUNCIL_CONFIG_DIR"
+# Far above any real council.toml; a bigger file is refused before it is parsed.
+MAX_CONFIG_BYTES = 1_000_000
+DEFAULT_MAX_ATTEMPTS = 3
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
+NO_ARGUMENT = (
+    "the prompt never goes on the command line (ps shows it to every local user); "
+    'use prompt = "stdin" or "file" with {prompt_file}'
+)
 
 
-@dataclass(frozen=True)
-class CouncilConfig:
-    subagent_command: str | None = None
-    subagent_family: str | None = None
+class _Section(BaseModel):
+    # strict: TOML already has types, so "yes" is not a boolean and 1 is not a string.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-def read_council_toml(rune_dir: RuneDir) -> dict[str, Any]:
-    """The parsed ``council.toml`` (empty when there is none); each section's owner validates it."""
-    path = rune_dir.root / CONFIG_NAME
-    try:
-        return safejson.loads_toml(read_capped_text(path, 1_000_000), what=str(path))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise RuntimeConfigError(f"{path}: {exc}") from exc
+class SubagentSection(_Section):
+    command: str | None = None
+    family: str | None = None
+    endpoint: str | None = None
+    model: str | None = None
+
+
+class ConsentSection(_Section):
+    allow_external: bool | None = None
+
+
+class EnvSection(_Section):
+    allow: tuple[str, ...] = ()
+
+    @field_validator("allow", mode="before")
+    @classmethod
+    def _names(cls, value: object) -> object:
+        if not isinstance(value, list | tuple) or not all(
+            isinstance(n, str) and _ENV_NAME.match(n) for n in value
+        ):
+            raise ValueError("must be a list of variable names")
+        return tuple(value)
+
+
+class RuntimeSpec(_Section):
+    """One ``[runtimes.NAME]`` table: an AI CLI the project has no adapter for."""
+
+    command: str | list[str]
+    prompt: Literal["stdin", "file"] = "stdin"
+    output: Literal["text", "json", "regex"] = "text"
+    answer_path: str | None = None
+    answer_regex: str | None = None
+    error_regex: str | None = None
+    error_path: str | None = None
+    family: str = Field(default="unknown", min_length=1, max_length=40)
+    confidence: Literal["confirmed", "unknown"] = "unknown"
+    version_args: list[str] = Field(default_factory=lambda: ["--version"])
+    env: list[str] = Field(default_factory=list)
+
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _no_argument(cls, value: object) -> object:
+        if isinstance(value, str) and value.lower() in ("arg", "argument", "argv", "args"):
+            raise ValueError(NO_ARGUMENT)
+        return value
+
+    @field_validator("answer_regex", "error_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: list[str]) -> list[str]:
+        bad = [v for v in value if not _ENV_PATTERN.match(v)]
+        if bad:
+            raise ValueError(f"not variable names (NAME or PREFIX*): {bad}")
+        return value
+
+    def argv(self) -> list[str]:
+        if isinstance(self.command, list):
+            return list(self.command)
+        return shlex.split(self.command)
+
+
+class EndpointTable(_Section):
+    """One ``[endpoints.NAME]`` table as written; ``endpoints.config`` resolves presets."""
+
+    preset: str | None = None
+    base_url: str | None = None
+    key_env: str | None = None
+    keyring_service: str | None = None
+    keyring_user: str | None = None
+    prefer: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)
+    discover: bool = True
+    failover_on_failure: bool = True
+    max_attempts: int = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1, le=10)
+    stream: bool = True
+    max_tokens: int | None = Field(default=None, ge=1)
+
+    @property
+    def may_carry_key(self) -> bool:
+        """True when a request to it could carry a key: one is named, or the table leans on
+        a preset (by ``preset`` or by having no base_url), and presets bring their own key
+        sources, which would then go to whatever base_url the table gives."""
+        named = self.key_env or self.keyring_service or self.keyring_user
+        return bool(named or self.preset is not None or self.base_url is None)
+
+
+class CouncilFile(_Section):
+    """One ``council.toml`` as written; every section optional."""
+
+    subagent: SubagentSection = SubagentSection()
+    consent: ConsentSection = ConsentSection()
+    env: EnvSection = EnvSection()
+    runtimes: dict[str, RuntimeSpec] = Field(default_factory=dict)
+    endpoints: dict[str, EndpointTable] = Field(default_factory=dict)
+
+
+Scope = Literal["user", "project"]
+
+
+class ConfigSource(_Section):
+    """Where settings came from: one file, whether it is trusted, and what was left out."""
+
+    path: str
+    scope: Scope
+    sha256: str
+    trusted: bool
+    trust_state: Literal["own", "trusted", "changed", "unknown"]
+    skipped: tuple[str, ...] = ()
+    settings: CouncilFile = CouncilFile()  # the whole file as written, skipped parts too
+
+
+class CouncilConfig(CouncilFile):
+    """The settings in force: the user's file, then what the project's may decide.
+
+    ``origin`` maps each part (``consent``, ``subagent.command``, ``runtimes.NAME``,
+    ``endpoints.NAME``, ...) to the file it came from; ``notes`` say what was left out.
+    """
+
+    sources: tuple[ConfigSource, ...] = ()
+    origin: dict[str, str] = Field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def source_of(self, part: str) -> ConfigSource | None:
+        path = self.origin.get(part)
+        return next((s for s in self.sources if s.path == path), None)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The user's own settings directory (shared by every project); the trust store lives
+    here too, outside any repository."""
+    env = os.environ if env is None else env
+    if env.get(ENV_CONFIG_DIR):
+        return Path(env[ENV_CONFIG_DIR]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or "~").expanduser() / ".config")
+    return Path(base) / "rune-council"
 
 
 def user_config_file(env: Mapping[str, str] | None = None) -> Path:
     """``council.toml`` in the user's config directory (shared by every project)."""
-    env = os.environ if env is None else env
-    if env.get(ENV_CONFIG_DIR):
-        return Path(env[ENV_CONFIG_DIR]).expanduser() / CONFIG_NAME
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or "~").expanduser() / ".config")
-    return Path(base) / "rune-council" / CONFIG_NAME
+    return user_config_dir(env) / CONFIG_NAME
 
 
-def read_toml_file(path: Path) -> dict[str, Any]:
-    """A parsed TOML file, empty when it does not exist; unreadable or invalid is an error."""
+def trust_store(env: Mapping[str, str] | None = None) -> TrustStore:
+    return TrustStore(user_config_dir(env))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def read_bounded(path: Path) -> bytes | None:
+    """The file's bytes, None when it does not exist; anything but a regular file of sane
+    size is an error (a FIFO would hang the read, /dev/zero would never end)."""
     try:
-        return safejson.loads_toml(read_capped_text(path, 1_000_000), what=str(path))
+        data, cut = read_capped(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise RuntimeConfigError(f"{path}: {exc}") from exc
+        return None
+    except OSError as exc:
+        raise RuntimeConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    if cut:
+        raise RuntimeConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes")
+    return data
 
 
-def load_config(rune_dir: RuneDir) -> CouncilConfig:
-    path = rune_dir.root / CONFIG_NAME
-    data = read_council_toml(rune_dir)
-    sub = data.get("subagent", {})
-    if not isinstance(sub, dict):
-        raise RuntimeConfigError(f"{path}: [subagent] must be a table")
-    command, family = sub.get("command"), sub.get("family")
-    for key, value in (("command", command), ("family", family)):
-        if value is not None and not isinstance(value, str):
-            raise RuntimeConfigError(f"{path}: subagent.{key} must be a string")
-    return CouncilConfig(subagent_command=command, subagent_family=family)
+def parse_toml(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RuntimeConfigError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    try:
+        return safejson.loads_toml(text, max_bytes=MAX_CONFIG_BYTES, what=str(path))
+    except safejson.UnreadableTOML as exc:
+        raise RuntimeConfigError(_one_line(str(exc))) from None
+
+
+_TABLES_OF_TABLES: dict[str, type[BaseModel]] = {
+    "runtimes": RuntimeSpec,
+    "endpoints": EndpointTable,
+}
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "subagent": SubagentSection,
+    "consent": ConsentSection,
+    "env": EnvSection,
+}
+_TABLE_ERRORS = {"dict_type", "model_type", "model_attributes_type"}
+
+
+def _closest(word: str, choices: list[str]) -> str:
+    found = difflib.get_close_matches(word, choices, n=1, cutoff=0.0)
+    return found[0] if found else choices[0]
+
+
+def _problem(error: Any) -> str:
+    """One validation error as ``[section] key: what is wrong``."""
+    loc = [str(p) for p in error["loc"]]
+    if not loc:
+        return _one_line(error["msg"])
+    cut = 2 if loc[0] in _TABLES_OF_TABLES and len(loc) >= 2 else 1
+    section, key = ".".join(loc[:cut]), ".".join(loc[cut:])
+    if error["type"] == "extra_forbidden":
+        if not key:
+            valid = list(CouncilFile.model_fields)
+            return (
+                f"[{section}]: unknown section (closest valid name: [{_closest(section, valid)}])"
+            )
+        model: type[BaseModel] = (
+            _TABLES_OF_TABLES.get(loc[0]) or _SECTIONS.get(loc[0]) or CouncilFile
+        )
+        nearest = _closest(loc[cut], list(model.model_fields))
+        return (
+            f"[{section}] {key}: Extra inputs are not permitted "
+            f"(unknown key; closest valid name: {nearest!r})"
+        )
+    if error["type"] in _TABLE_ERRORS and not key:
+        return f"[{section}] must be a table"
+    return (
+        f"[{section}] {key}: {_one_line(error['msg'])}" if key else f"[{section}]: {error['msg']}"
+    )
+
+
+def parse_config_file(path: Path, data: bytes) -> CouncilFile:
+    """One file's bytes as a ``CouncilFile``; any problem is one line naming the file."""
+    doc = parse_toml(path, data)
+    try:
+        return CouncilFile.model_validate(doc)
+    except ValidationError as exc:
+        errors = exc.errors()
+        problems = "; ".join(_problem(e) for e in errors[:5])
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise RuntimeConfigError(f"{path}: {problems}{more}") from None
+
+
+# --------------------------------------------------------------------------- trust
+
+
+def privileged_parts(settings: CouncilFile) -> list[str]:
+    """The sections that run a program, send a key, pass the user's variables on, or grant
+    consent: what a project file may set only once the user trusts it."""
+    parts = [f"[runtimes.{name}]" for name in settings.runtimes]
+    parts += [f"[endpoints.{n}]" for n, t in settings.endpoints.items() if t.may_carry_key]
+    if settings.subagent.command is not None or settings.subagent.endpoint is not None:
+        parts.append("[subagent]")
+    if settings.consent.allow_external:
+        parts.append("[consent]")
+    if settings.env.allow:
+        parts.append("[env]")
+    return parts
+
+
+def _without_privileged(settings: CouncilFile) -> CouncilFile:
+    sub = settings.subagent
+    return settings.model_copy(
+        update={
+            "runtimes": {},
+            "endpoints": {n: t for n, t in settings.endpoints.items() if not t.may_carry_key},
+            "subagent": sub if sub.command is None and sub.endpoint is None else SubagentSection(),
+            "consent": ConsentSection() if settings.consent.allow_external else settings.consent,
+            "env": EnvSection(),
+        }
+    )
+
+
+def untrusted_note(source: ConfigSource) -> str:
+    why = " (it changed since it was trusted)" if source.trust_state == "changed" else ""
+    return (
+        f"{source.path} is not trusted{why}: left out {', '.join(source.skipped)} "
+        "(a repository's config may not run programs, send keys or grant consent); "
+        f"review the file, then run: rune council trust {source.path}"
+    )
+
+
+# --------------------------------------------------------------------------- merge
+
+
+def _merge(sources: list[tuple[ConfigSource, CouncilFile]]) -> CouncilConfig:
+    subagent: dict[str, str | None] = {}
+    consent: bool | None = None
+    allow: list[str] = []
+    runtimes: dict[str, RuntimeSpec] = {}
+    endpoints: dict[str, EndpointTable] = {}
+    origin: dict[str, str] = {}
+    for source, applied in sources:
+        where = source.path
+        sub = applied.subagent
+        for key in ("command", "family"):
+            if getattr(sub, key) is not None:
+                subagent[key] = getattr(sub, key)
+                origin[f"subagent.{key}"] = where
+        if sub.endpoint is not None:
+            # Endpoint and model are one choice: a model belongs to the file's endpoint.
+            subagent["endpoint"], subagent["model"] = sub.endpoint, sub.model
+            origin["subagent.endpoint"] = where
+        if applied.consent.allow_external is not None:
+            consent = applied.consent.allow_external
+            origin["consent"] = where
+        if applied.env.allow:
+            allow += applied.env.allow
+            origin["env.allow"] = where
+        for name, spec in applied.runtimes.items():
+            runtimes[name] = spec
+            origin[f"runtimes.{name}"] = where
+        for name, table in applied.endpoints.items():
+            endpoints[name] = table
+            origin[f"endpoints.{name}"] = where
+    notes = tuple(untrusted_note(s) for s, _ in sources if s.skipped)
+    return CouncilConfig(
+        subagent=SubagentSection(**subagent),
+        consent=ConsentSection(allow_external=consent),
+        env=EnvSection(allow=tuple(dict.fromkeys(allow))),
+        runtimes=runtimes,
+        endpoints=endpoints,
+        sources=tuple(s for s, _ in sources),
+        origin=origin,
+        notes=notes,
+    )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def load_config(
+    rune_dir: RuneDir | str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> CouncilConfig:
+    """The user's and the project's ``council.toml``, read once, validated, trust applied,
+    merged. A problem in either file raises one ``RuntimeConfigError`` line naming it."""
+    env = os.environ if env is None else env
+    where = rune_dir if isinstance(rune_dir, RuneDir) else RuneDir.resolve(rune_dir)
+    user_path, project_path = user_config_file(env), where.root / CONFIG_NAME
+    store = trust_store(env)
+    sources: list[tuple[ConfigSource, CouncilFile]] = []
+    for scope, path in (("user", user_path), ("project", project_path)):
+        if scope == "project" and _same_file(path, user_path):
+            continue  # the user's own file, already read as theirs
+        data = read_bounded(path)
+        if data is None:
+            continue
+        settings = parse_config_file(path, data)
+        sha = digest(data)
+        if scope == "user":
+            state: Literal["own", "trusted", "changed", "unknown"] = "own"
+        else:
+            state = store.state(path, sha)
+        trusted = state in ("own", "trusted")
+        skipped = () if trusted else tuple(privileged_parts(settings))
+        source = ConfigSource(
+            path=str(path),
+            scope="user" if scope == "user" else "project",
+            sha256=sha,
+            trusted=trusted,
+            trust_state=state,
+            skipped=skipped,
+            settings=settings,
+        )
+        sources.append((source, settings if trusted else _without_privileged(settings)))
+    return _merge(sources)
+
+
+# --------------------------------------------------------------------------- trusting
+
+
+def trust_file(path: Path, env: Mapping[str, str] | None = None) -> tuple[TrustRecord, CouncilFile]:
+    """Record the user's trust in ``path`` as it is now (it must be a valid council.toml);
+    the record and the settings it now lets apply."""
+    data = read_bounded(path)
+    if data is None:
+        raise RuntimeConfigError(f"{path}: no such file")
+    settings = parse_config_file(path, data)
+    return trust_store(env).trust(path, digest(data)), settings
+
+
+def revoke_file(path: Path, env: Mapping[str, str] | None = None) -> bool:
+    """Forget the trust in ``path``; False when it was not trusted."""
+    return trust_store(env).revoke(path)

@@ -4,9 +4,9 @@ An external CLI ships the prompt to whatever model service its user configured, 
 first external dispatch needs a yes. It comes, in this order, from: the caller
 (``convene(allow_external=...)``, ``rune council --yes``), the environment variable
 ``RUNE_COUNCIL_ALLOW_EXTERNAL`` (``1``/``0``), ``allow_external`` under ``[consent]`` in the
-project's or the user's ``council.toml``, or a yes given earlier at the interactive prompt
-(remembered in ``<rune dir>/consent.json``). Without any of these a non-interactive run
-dispatches nothing external: the council runs on subagents only and says why.
+user's ``council.toml`` (or in a project's one the user has trusted), or a yes given earlier
+at the interactive prompt (remembered in ``<rune dir>/consent.json``). Without any of these
+a non-interactive run dispatches nothing external: the council runs on subagents only and says why.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from . import safejson
-from .errors import RuntimeConfigError
+from .config import CouncilConfig
 from .paths import RuneDir
 from .recorder import atomic_write_json
 from .safefile import read_capped_text
@@ -41,22 +39,13 @@ class Consent:
         return f"{'granted' if self.allowed else 'not granted'} ({self.source})"
 
 
-def from_config(sources: list[tuple[Path, Mapping[str, Any]]]) -> Consent | None:
-    """The last ``[consent] allow_external`` setting among the files, project last."""
-    found: Consent | None = None
-    for path, data in sources:
-        table = data.get("consent")
-        if table is None:
-            continue
-        if not isinstance(table, dict):
-            raise RuntimeConfigError(f"{path}: [consent] must be a table")
-        value = table.get("allow_external")
-        if value is None:
-            continue
-        if not isinstance(value, bool):
-            raise RuntimeConfigError(f"{path}: consent.allow_external must be true or false")
-        found = Consent(value, f"allow_external = {str(value).lower()} in {path}")
-    return found
+def from_config(config: CouncilConfig) -> Consent | None:
+    """``[consent] allow_external`` from the settings in force (the project's file wins, but
+    only a trusted project file may say yes)."""
+    value = config.consent.allow_external
+    if value is None:
+        return None
+    return Consent(value, f"allow_external = {str(value).lower()} in {config.origin['consent']}")
 
 
 def remembered(rune_dir: RuneDir) -> Consent | None:
@@ -79,7 +68,7 @@ def remember(rune_dir: RuneDir) -> None:
 def decide(
     explicit: bool | None,
     env: Mapping[str, str],
-    config: list[tuple[Path, Mapping[str, Any]]],
+    config: CouncilConfig,
     rune_dir: RuneDir,
     *,
     explicit_source: str = "the caller",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from .config import CouncilConfig, load_config
 from .contract import (
     CouncilResult,
     DetectedRuntime,
@@ -169,6 +170,7 @@ async def aconvene(
     allow_external: bool | None = None,
     endpoints: EndpointSetup | None = None,
     orchestrator: SubagentFn | Runtime | None = None,
+    config: CouncilConfig | None = None,
 ) -> CouncilResult:
     """Convene a council and return its result; the run file tracks every step.
 
@@ -181,6 +183,7 @@ async def aconvene(
     ``council.toml`` names, unless ``runtimes`` is given).
     ``orchestrator`` consolidates and writes the verdict when ``request.deliberation`` asks for
     vote / rank stages (default: the runtime that option names, if any).
+    ``config`` is the settings of ``council.toml`` (default: ``load_config`` reads them once).
     """
     req = parse_request(request)
     if req.mode == "generate":
@@ -198,13 +201,16 @@ async def aconvene(
     consent: str | None = None
     cli_notes: list[str] = []
     if runtimes is None:
+        config = load_config(where, parent_env) if config is None else config
+        cli_notes += config.notes  # what an untrusted project file asked for and did not get
         # Detection, user-defined runtimes and the consent gate for external CLIs.
         clis = await assemble_clis(
-            where, env=parent_env, refresh=refresh, allow_external=allow_external
+            where, env=parent_env, refresh=refresh, allow_external=allow_external, config=config
         )
         detected, checked_at = clis.detected, clis.checked_at
         available: list[Runtime] = list(clis.runtimes)
-        consent, cli_notes = clis.consent.describe(), clis.notes
+        consent = clis.consent.describe()
+        cli_notes += clis.notes
     else:
         available = list(runtimes)
         checked_at = now()
@@ -223,7 +229,7 @@ async def aconvene(
     if endpoints is None and runtimes is None:
         from .endpoints import load_setup
 
-        endpoints = load_setup(where, parent_env)
+        endpoints = load_setup(where, parent_env, config=config)
     if endpoints is not None and (endpoints.endpoints or endpoints.subagent):
         from .endpoints import assemble
 

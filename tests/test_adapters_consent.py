@@ -79,6 +79,7 @@ def test_environment_and_config_grant_or_refuse_and_the_variable_wins(tmp_path: 
     env = world(tmp_path)
     (tmp_path / ".rune").mkdir()
     (tmp_path / ".rune" / "council.toml").write_text("[consent]\nallow_external = true\n")
+    assert rune(tmp_path, env, "trust").returncode == 0  # a project may grant it once trusted
     out = rune(tmp_path, env, Q, "--n", "2", "--id", "c1", "--json")
     consent = json.loads(out.stdout)["runtime_report"]["consent"]
     assert consent.startswith("granted (allow_external = true in ") and "council.toml" in consent

@@ -139,6 +139,7 @@ def test_subagent_from_config_file(tmp_path: Path) -> None:
     (tmp_path / ".rune" / "council.toml").write_text(
         f'[subagent]\ncommand = "{sys.executable} {script}"\nfamily = "anthropic"\n'
     )
+    assert rune(tmp_path, "council", "trust").returncode == 0  # it runs a program
     out = rune(tmp_path, "council", Q, "--json", "--n", "2", "--id", "cfg")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from rune_council import RuntimeConfigError, convene
+from rune_council.config import trust_file
 from rune_council.contract import RuntimesFile
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, answer, claim
@@ -241,6 +242,7 @@ def test_a_user_defined_cli_joins_the_council_without_code_changes(tmp_path: Pat
         'version_args = ["--about"]\n'
         'env = ["MISTRAL_*"]\n'
     )
+    trust_file(tmp_path / ".rune" / "council.toml", {"HOME": str(tmp_path)})
     env = {
         "PATH": path_with(tmp_path / "bin"),
         "HOME": str(tmp_path),
@@ -281,6 +283,7 @@ def test_user_runtimes_come_from_the_user_config_dir_too_and_the_project_wins(
         "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
         "RUNE_COUNCIL_LOGIN_SHELL": "0",
     }
+    assert rune(tmp_path, "council", "trust", env=env).returncode == 0
     out = rune(tmp_path, "council", "detect", "--json", env=env)
     assert out.returncode == 0, out.stderr
     by = {d["runtime"]: d for d in json.loads(out.stdout)["detected"]}
@@ -298,11 +301,13 @@ def test_changing_a_definition_invalidates_todays_cache(tmp_path: Path) -> None:
         "HOME": str(tmp_path),
         "RUNE_COUNCIL_LOGIN_SHELL": "0",
     }
+    assert rune(tmp_path, "council", "trust", env=env).returncode == 0
     assert "probed now" in rune(tmp_path, "council", "detect", env=env).stdout
     assert "cached today" in rune(tmp_path, "council", "detect", env=env).stdout
     toml.write_text(
         '[runtimes.mine]\ncommand = "mistral-chat"\nfamily = "meta"\nversion_args = []\n'
     )
+    assert rune(tmp_path, "council", "trust", env=env).returncode == 0  # edited: trust again
     again = rune(tmp_path, "council", "detect", env=env).stdout
     assert "probed now" in again and "meta" in again
 

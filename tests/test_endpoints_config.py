@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
+from rune_council.config import trust_file
 from rune_council.endpoints import (
     PRESETS,
     EndpointSpec,
@@ -32,6 +34,9 @@ def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def rune_dir(tmp_path: Path, toml: str) -> RuneDir:
     (tmp_path / "council.toml").write_text(toml, encoding="utf-8")
+    # The project's file is trusted, as its user would after reading it.
+    with contextlib.suppress(RuntimeConfigError):  # a broken file: the test is about that
+        trust_file(tmp_path / "council.toml")
     return RuneDir(tmp_path)
 
 

@@ -134,6 +134,7 @@ def test_endpoints_lists_the_ranked_models_with_families_and_no_key(
         f'[endpoints.lab]\nbase_url = "{server.base_url}"\nkey_env = "LAB_KEY"\n'
         f'prefer = ["{GEMMA}"]\nexclude = ["{MISTRAL}"]\n'
     )
+    assert rune(tmp_path, "council", "trust").returncode == 0  # it names a key: the user's call
     out = rune(tmp_path, "council", "endpoints", LAB_KEY=KEY)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()

@@ -15,6 +15,7 @@ from . import (
     endpoint_cmds,  # noqa: F401
     runs_cmds,  # noqa: F401
     tally_cmd,  # noqa: F401
+    trust_cmd,  # noqa: F401
 )
 from .app import EXIT_CANCELLED, EXIT_INTERNAL, app
 

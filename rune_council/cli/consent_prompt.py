@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
+    from ..config import CouncilConfig
     from ..paths import RuneDir
 
 
@@ -23,19 +24,25 @@ def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def external_consent(where: RuneDir, *, yes: bool, refresh: bool = False) -> bool | None:
+def external_consent(
+    where: RuneDir, *, yes: bool, refresh: bool = False, config: CouncilConfig | None = None
+) -> bool | None:
     """True/False when decided here; None leaves it to the environment and config files."""
     if yes:
         return True
     if not _interactive():
         return None
+    from ..config import load_config
     from ..consent import decide, remember
-    from ..runtimes.assembly import assemble_clis, config_sources
+    from ..runtimes.assembly import assemble_clis
 
     env = dict(os.environ)
-    if decide(None, env, config_sources(where, env), where) is not None:
+    config = load_config(where, env) if config is None else config
+    if decide(None, env, config, where) is not None:
         return None
-    found = asyncio.run(assemble_clis(where, env=env, refresh=refresh, allow_external=True))
+    found = asyncio.run(
+        assemble_clis(where, env=env, refresh=refresh, allow_external=True, config=config)
+    )
     names = [r.name for r in found.runtimes]
     if not names:
         return None

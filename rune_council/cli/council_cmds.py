@@ -120,8 +120,8 @@ def run_command(
         question = sys.stdin.read().strip()
     with council_errors(cancellable=True):
         config = load_config(where)
-        command = subagent_cmd or config.subagent_command
-        family = subagent_family or config.subagent_family or "unknown"
+        command = subagent_cmd or config.subagent.command
+        family = subagent_family or config.subagent.family or "unknown"
         subagent = (
             CommandRuntime.from_command_line(command, model_family=family) if command else None
         )
@@ -135,6 +135,7 @@ def run_command(
             subagent_endpoint=subagent_endpoint,
             subagent_model=subagent_model,
             with_subagent=subagent is None or subagent_endpoint is not None,
+            config=config,
         )
         if subagent_endpoint is not None:
             subagent = None
@@ -160,7 +161,7 @@ def run_command(
             else None
         )
         # Asked before the live view starts: a redrawn table would overwrite the question.
-        allow_external = external_consent(where, yes=yes, refresh=refresh)
+        allow_external = external_consent(where, yes=yes, refresh=refresh, config=config)
         # Live per-voice table on a terminal, plain lines otherwise, nothing with --json.
         with progress(enabled=not as_json) as on_event:
             result = (convene_chain if chain else convene)(
@@ -172,6 +173,7 @@ def run_command(
                 on_event=on_event,
                 endpoints=endpoints,
                 allow_external=allow_external,
+                config=config,
             )
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
@@ -195,14 +197,18 @@ def detect_command(
 ) -> None:
     import asyncio
 
+    from ..config import load_config
     from ..paths import RuneDir
     from ..runtimes.assembly import detect_configured
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():
+        config = load_config(where)
         report, cached = asyncio.run(
-            detect_configured(where, env=dict(os.environ), refresh=refresh)
+            detect_configured(where, env=dict(os.environ), refresh=refresh, config=config)
         )
+    for note in config.notes:
+        typer.echo(f"rune council: note: {note}", err=True)
     if as_json:
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2))
         return

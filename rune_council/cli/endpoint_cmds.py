@@ -31,19 +31,24 @@ def endpoints_command(
     import asyncio
     import os
 
+    from ..config import load_config
     from ..endpoints import setup_from_options, survey
     from ..paths import RuneDir
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():
+        config = load_config(where)
         setup = setup_from_options(
             where,
             endpoints=endpoint or (),
             key_env=key_env,
             refresh=refresh_models,
             with_subagent=False,
+            config=config,
         )
         surveys = asyncio.run(survey(setup, where, dict(os.environ)))
+    for note in config.notes:
+        typer.echo(f"rune council: note: {note}", err=True)
     if as_json:
         doc = [
             {

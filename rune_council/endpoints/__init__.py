@@ -19,10 +19,12 @@ if TYPE_CHECKING:
         EndpointSpec,
         ModelRef,
         configured_endpoints,
+        endpoints_from_config,
         load_setup,
         model_ref_from_section,
         setup_from_options,
         spec_from_argument,
+        subagent_from_config,
     )
     from .families import family_of
     from .ranking import rank_models
@@ -40,6 +42,8 @@ _HOME = {
     "EndpointSpec": "config",
     "ModelRef": "config",
     "configured_endpoints": "config",
+    "endpoints_from_config": "config",
+    "subagent_from_config": "config",
     "load_setup": "config",
     "model_ref_from_section": "config",
     "setup_from_options": "config",
@@ -66,6 +70,7 @@ __all__ = [
     "Survey",
     "assemble",
     "configured_endpoints",
+    "endpoints_from_config",
     "family_of",
     "load_setup",
     "model_ref_from_section",
@@ -73,5 +78,6 @@ __all__ = [
     "resolve_model",
     "setup_from_options",
     "spec_from_argument",
+    "subagent_from_config",
     "survey",
 ]

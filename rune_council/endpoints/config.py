@@ -16,24 +16,24 @@ model = "meta/llama-3.3-70b-instruct"   # default: the endpoint's top-ranked mod
 
 Endpoints may live in the user's ``council.toml`` (``~/.config/rune-council/``, shared by every
 project) and in the project's; a project table replaces a user table of the same name. A
-name given on the command line (``--endpoint``) may also be a preset or a bare base URL.
+project file the user has not trusted (``rune council trust``) may not name a key: its
+tables that would carry one (``key_env``, ``keyring_*``, or a preset) are left out, so keys
+only go to hosts the user's own config or flags name. A name given on the command line
+(``--endpoint``) may also be a preset or a bare base URL.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from ..config import CONFIG_NAME, read_council_toml, read_toml_file, user_config_file
+from ..config import DEFAULT_MAX_ATTEMPTS, CouncilConfig, EndpointTable, load_config
 from ..errors import RuntimeConfigError
 from ..paths import RuneDir
 
-DEFAULT_MAX_ATTEMPTS = 3
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -57,6 +57,9 @@ class EndpointSpec:
     max_tokens: int | None = None
     # Named for this run on the command line: a problem with it is an error, not a note.
     required: bool = False
+    # Set when the table came from a project file the user has not trusted: such a table
+    # carries no key, and no flag may add one (the repository chose the host).
+    untrusted_source: str | None = field(default=None, compare=False)
 
     @property
     def has_key_source(self) -> bool:
@@ -109,47 +112,21 @@ def normalise_base_url(raw: str, where: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    preset: str | None = None
-    base_url: str | None = None
-    key_env: str | None = None
-    keyring_service: str | None = None
-    keyring_user: str | None = None
-    prefer: list[str] = Field(default_factory=list)
-    exclude: list[str] = Field(default_factory=list)
-    models: list[str] = Field(default_factory=list)
-    discover: bool = True
-    failover_on_failure: bool = True
-    max_attempts: int = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1, le=10)
-    stream: bool = True
-    max_tokens: int | None = Field(default=None, ge=1)
-
-
-def _first_problem(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    return f"{where}: {first['msg']}" if where else str(first["msg"])
-
-
 def _check_env_name(value: str | None, where: str) -> None:
     if value is not None and not _ENV_NAME.match(value):
         raise RuntimeConfigError(f"{where}: {value!r} is not an environment variable name")
 
 
-def spec_from_table(name: str, table: Mapping[str, Any], where: str) -> EndpointSpec:
+def spec_from_table(
+    name: str, table: EndpointTable, where: str, *, untrusted_source: str | None = None
+) -> EndpointSpec:
     if not _NAME.match(name):
         raise RuntimeConfigError(
             f"{where}: endpoint name {name!r} must be 1-64 letters, digits, '_' or '-'"
         )
-    try:
-        parsed = _Table.model_validate(dict(table))
-    except ValidationError as exc:
-        raise RuntimeConfigError(f"{where}: {_first_problem(exc)}") from None
-    preset_name = parsed.preset or (name if parsed.base_url is None else None)
+    preset_name = table.preset or (name if table.base_url is None else None)
     if preset_name is not None and preset_name not in PRESETS:
-        if parsed.preset is None:
+        if table.preset is None:
             raise RuntimeConfigError(
                 f"{where}: needs base_url (or a preset: {', '.join(sorted(PRESETS))})"
             )
@@ -157,9 +134,9 @@ def spec_from_table(name: str, table: Mapping[str, Any], where: str) -> Endpoint
             f"{where}: unknown preset {preset_name!r} (known: {', '.join(sorted(PRESETS))})"
         )
     base = PRESETS[preset_name] if preset_name is not None else None
-    _check_env_name(parsed.key_env, f"{where}.key_env")
-    base_url = parsed.base_url or (base.base_url if base else "")
-    given = parsed.model_fields_set
+    _check_env_name(table.key_env, f"{where}.key_env")
+    base_url = table.base_url or (base.base_url if base else "")
+    given = table.model_fields_set
 
     def pick(key: str, value: Any) -> Any:
         if key in given or base is None:
@@ -169,46 +146,45 @@ def spec_from_table(name: str, table: Mapping[str, Any], where: str) -> Endpoint
     return EndpointSpec(
         name=name,
         base_url=normalise_base_url(base_url, f"{where}.base_url"),
-        key_env=pick("key_env", parsed.key_env),
-        keyring_service=pick("keyring_service", parsed.keyring_service),
-        keyring_user=parsed.keyring_user,
-        prefer=tuple(parsed.prefer),
-        exclude=tuple(parsed.exclude),
-        models=tuple(parsed.models),
-        discover=parsed.discover,
-        failover_on_failure=parsed.failover_on_failure,
-        max_attempts=parsed.max_attempts,
-        stream=parsed.stream,
-        max_tokens=parsed.max_tokens,
+        key_env=pick("key_env", table.key_env),
+        keyring_service=pick("keyring_service", table.keyring_service),
+        keyring_user=table.keyring_user,
+        prefer=tuple(table.prefer),
+        exclude=tuple(table.exclude),
+        models=tuple(table.models),
+        discover=table.discover,
+        failover_on_failure=table.failover_on_failure,
+        max_attempts=table.max_attempts,
+        stream=table.stream,
+        max_tokens=table.max_tokens,
+        untrusted_source=untrusted_source,
     )
 
 
-Sources = list[tuple[str, dict[str, Any]]]
-
-
-def config_sources(rune_dir: RuneDir, env: Mapping[str, str] | None = None) -> Sources:
-    """The user's ``council.toml`` (shared by every project), then the project's."""
-    user = user_config_file(env)
-    return [
-        (str(user), read_toml_file(user)),
-        (str(rune_dir.root / CONFIG_NAME), read_council_toml(rune_dir)),
-    ]
+def endpoints_from_config(config: CouncilConfig) -> dict[str, EndpointSpec]:
+    """Every ``[endpoints.NAME]`` in force; the project's table replaces a user's of the
+    same name. Tables an untrusted project file had left out are checked all the same, so
+    a broken one is reported before it is trusted, not after."""
+    built: dict[tuple[str, str], EndpointSpec] = {}
+    for source in config.sources:
+        for name, table in source.settings.endpoints.items():
+            built[(source.path, name)] = spec_from_table(
+                name,
+                table,
+                f"{source.path}: endpoints.{name}",
+                untrusted_source=None if source.trusted else source.path,
+            )
+    return {name: built[(config.origin[f"endpoints.{name}"], name)] for name in config.endpoints}
 
 
 def configured_endpoints(
-    rune_dir: RuneDir, env: Mapping[str, str] | None = None
+    rune_dir: RuneDir,
+    env: Mapping[str, str] | None = None,
+    *,
+    config: CouncilConfig | None = None,
 ) -> dict[str, EndpointSpec]:
-    """Every ``[endpoints.NAME]``; the project's table replaces a user's of the same name."""
-    specs: dict[str, EndpointSpec] = {}
-    for path, data in config_sources(rune_dir, env):
-        tables = data.get("endpoints", {})
-        if not isinstance(tables, dict):
-            raise RuntimeConfigError(f"{path}: [endpoints] must be a table of named endpoints")
-        for name, table in tables.items():
-            if not isinstance(table, dict):
-                raise RuntimeConfigError(f"{path}: endpoints.{name} must be a table")
-            specs[name] = spec_from_table(name, table, f"{path}: endpoints.{name}")
-    return specs
+    """Every ``[endpoints.NAME]`` in force (see ``endpoints_from_config``)."""
+    return endpoints_from_config(load_config(rune_dir, env) if config is None else config)
 
 
 def _derived_name(base_url: str) -> str:
@@ -243,47 +219,56 @@ def spec_from_argument(
             f"--endpoint {value!r} is neither an http(s) base URL nor a known endpoint ({known})"
         )
     if key_env is not None:
+        if spec.untrusted_source is not None:
+            raise RuntimeConfigError(
+                f"--key-env: endpoint {spec.name} ({spec.base_url}) is named only by "
+                f"{spec.untrusted_source}, which is not trusted, so no key goes to it; pass "
+                f"its URL with --endpoint, or run: rune council trust {spec.untrusted_source}"
+            )
         spec = replace(spec, key_env=key_env, keyring_service=None)
     return replace(spec, required=True)
 
 
+def subagent_from_config(
+    config: CouncilConfig, configured: Mapping[str, EndpointSpec]
+) -> ModelRef | None:
+    """``[subagent] endpoint = NAME_OR_URL, model = ID``: an endpoint model takes the slots
+    no external runtime can serve."""
+    endpoint, model = config.subagent.endpoint, config.subagent.model
+    if endpoint is None:
+        return None
+    spec = spec_from_argument(endpoint, key_env=None, configured=configured)
+    # Configured in a file, not named for this run: its problems become notes.
+    return ModelRef(replace(spec, required=False), model)
+
+
 def model_ref_from_section(
     rune_dir: RuneDir,
-    section: str,
+    section: str = "subagent",
     configured: Mapping[str, EndpointSpec] | None = None,
     env: Mapping[str, str] | None = None,
+    *,
+    config: CouncilConfig | None = None,
 ) -> ModelRef | None:
-    """``[section] endpoint = NAME_OR_URL, model = ID``: an endpoint model for a role.
-
-    Used for the subagent provider here, and by later stages for an orchestrator / chairman.
-    The project's file wins over the user's.
-    """
-    found: ModelRef | None = None
-    specs = configured_endpoints(rune_dir, env) if configured is None else configured
-    for path, data in config_sources(rune_dir, env):
-        table = data.get(section)
-        if table is None:
-            continue
-        if not isinstance(table, dict):
-            raise RuntimeConfigError(f"{path}: [{section}] must be a table")
-        endpoint, model = table.get("endpoint"), table.get("model")
-        if endpoint is None:
-            continue
-        for key, value in (("endpoint", endpoint), ("model", model)):
-            if value is not None and not isinstance(value, str):
-                raise RuntimeConfigError(f"{path}: {section}.{key} must be a string")
-        spec = spec_from_argument(endpoint, key_env=None, configured=specs)
-        # Configured in a file, not named for this run: its problems become notes.
-        found = ModelRef(replace(spec, required=False), model)
-    return found
+    """The endpoint model ``[subagent]`` names (the only section that names one today)."""
+    if section != "subagent":
+        raise RuntimeConfigError(f"[{section}] does not name an endpoint model")
+    config = load_config(rune_dir, env) if config is None else config
+    specs = endpoints_from_config(config) if configured is None else configured
+    return subagent_from_config(config, specs)
 
 
-def load_setup(rune_dir: RuneDir, env: Mapping[str, str] | None = None) -> EndpointSetup:
+def load_setup(
+    rune_dir: RuneDir,
+    env: Mapping[str, str] | None = None,
+    *,
+    config: CouncilConfig | None = None,
+) -> EndpointSetup:
     """Every endpoint the config files name, and the ``[subagent] endpoint`` if any."""
-    specs = configured_endpoints(rune_dir, env)
+    config = load_config(rune_dir, env) if config is None else config
+    specs = endpoints_from_config(config)
     return EndpointSetup(
-        endpoints=tuple(specs.values()),
-        subagent=model_ref_from_section(rune_dir, "subagent", specs, env),
+        endpoints=tuple(specs.values()), subagent=subagent_from_config(config, specs)
     )
 
 
@@ -297,12 +282,14 @@ def setup_from_options(
     subagent_model: str | None = None,
     with_subagent: bool = True,
     env: Mapping[str, str] | None = None,
+    config: CouncilConfig | None = None,
 ) -> EndpointSetup:
     """The command line's choice: ``--endpoint`` replaces the configured set for this run.
 
     ``with_subagent=False`` when a subagent command already takes the failed slots.
     """
-    specs = configured_endpoints(rune_dir, env)
+    config = load_config(rune_dir, env) if config is None else config
+    specs = endpoints_from_config(config)
     if endpoints:
         chosen = tuple(spec_from_argument(e, key_env=key_env, configured=specs) for e in endpoints)
     else:
@@ -311,7 +298,7 @@ def setup_from_options(
         spec = spec_from_argument(subagent_endpoint, key_env=key_env, configured=specs)
         subagent: ModelRef | None = ModelRef(spec, subagent_model)
     else:
-        subagent = model_ref_from_section(rune_dir, "subagent", specs, env)
+        subagent = subagent_from_config(config, specs)
         if subagent is not None and subagent_model is not None:
             subagent = ModelRef(subagent.endpoint, subagent_model)
     if subagent_model is not None and subagent is None:

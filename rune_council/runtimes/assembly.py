@@ -1,22 +1,18 @@
 """From configuration and detection to the external CLI runtimes a council may use.
 
-Reads the project's and the user's ``council.toml`` (user-defined runtimes, consent, extra
-variables to pass), runs DETECT (or reuses today's cache), turns every available entry
+Takes the settings of ``council.toml`` (user-defined runtimes, consent, extra variables to
+pass) from one ``CouncilConfig``, runs DETECT (or reuses today's cache), turns every available entry
 into a runtime, and applies the consent gate: without consent no external CLI is used.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from ..config import CONFIG_NAME, read_council_toml, read_toml_file, user_config_file
+from ..config import CouncilConfig, load_config
 from ..consent import HOW_TO_GRANT, Consent, decide
 from ..contract import DetectedRuntime, RuntimesFile
-from ..errors import RuntimeConfigError
 from ..paths import RuneDir
 from ..stages.detect import detect
 from .adapters import ADAPTERS, CliAdapter
@@ -25,49 +21,29 @@ from .bridge import RUNTIME_PREFIX, BridgeRuntime
 from .cli import CliRuntime
 from .user_defined import load_user_runtimes, specs_digest
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-ConfigSources = list[tuple[Path, Mapping[str, Any]]]
-
-
-def config_sources(rune_dir: RuneDir, env: Mapping[str, str]) -> ConfigSources:
-    """The user's council.toml, then the project's (which wins where both speak)."""
-    user = user_config_file(env)
-    return [
-        (user, read_toml_file(user)),
-        (rune_dir.root / CONFIG_NAME, read_council_toml(rune_dir)),
-    ]
-
-
-def allowed_env(sources: ConfigSources) -> tuple[str, ...]:
+def allowed_env(config: CouncilConfig) -> tuple[str, ...]:
     """``[env] allow = [...]``: variables the user lets through to every external CLI."""
-    names: list[str] = []
-    for path, data in sources:
-        table = data.get("env")
-        if table is None:
-            continue
-        allow = table.get("allow") if isinstance(table, dict) else None
-        if not isinstance(allow, list) or not all(
-            isinstance(n, str) and _ENV_NAME.match(n) for n in allow
-        ):
-            raise RuntimeConfigError(f"{path}: [env] allow must be a list of variable names")
-        names += allow
-    return tuple(dict.fromkeys(names))
+    return config.env.allow
 
 
-def all_adapters(sources: ConfigSources) -> dict[str, CliAdapter]:
+def all_adapters(config: CouncilConfig) -> dict[str, CliAdapter]:
     """The built-in adapters plus every user-defined runtime (validated)."""
-    return {**ADAPTERS, **{a.name: a for a in load_user_runtimes(sources)}}
+    return {**ADAPTERS, **{a.name: a for a in load_user_runtimes(config)}}
 
 
 async def detect_configured(
-    rune_dir: RuneDir, *, env: Mapping[str, str], refresh: bool = False
+    rune_dir: RuneDir,
+    *,
+    env: Mapping[str, str],
+    refresh: bool = False,
+    config: CouncilConfig | None = None,
 ) -> tuple[RuntimesFile, bool]:
     """DETECT over the built-in and the user-defined runtimes; the report and whether it
-    came from today's cache."""
-    sources = config_sources(rune_dir, env)
-    adapters = all_adapters(sources)
-    digest = specs_digest(sources) if len(adapters) > len(ADAPTERS) else None
+    came from today's cache. ``config`` is read from the files when not given."""
+    config = load_config(rune_dir, env) if config is None else config
+    adapters = all_adapters(config)
+    digest = specs_digest(config) if len(adapters) > len(ADAPTERS) else None
     return await detect(
         rune_dir, refresh=refresh, env=env, adapters=list(adapters.values()), config_digest=digest
     )
@@ -89,11 +65,12 @@ async def assemble_clis(
     env: Mapping[str, str],
     refresh: bool = False,
     allow_external: bool | None = None,
+    config: CouncilConfig | None = None,
 ) -> CliAssembly:
-    sources = config_sources(rune_dir, env)
-    adapters = all_adapters(sources)
-    report, from_cache = await detect_configured(rune_dir, env=env, refresh=refresh)
-    allow = allowed_env(sources)
+    config = load_config(rune_dir, env) if config is None else config
+    adapters = all_adapters(config)
+    report, from_cache = await detect_configured(rune_dir, env=env, refresh=refresh, config=config)
+    allow = allowed_env(config)
     login = tuple(report.login_path)
     runtimes: list[Runtime] = []
     for entry in report.detected:
@@ -126,7 +103,7 @@ async def assemble_clis(
     consent = decide(
         allow_external,
         env,
-        sources,
+        config,
         rune_dir,
         explicit_source="the caller (allow_external / --yes)",
     ) or Consent(False, "nobody granted it")

@@ -1,7 +1,8 @@
 """AI CLIs the project has never heard of, added by the user in ``council.toml``.
 
-A ``[runtimes.<name>]`` table in the project's ``.rune/council.toml`` or in the user's
-``~/.config/rune-council/council.toml`` (the project's wins for the same name)::
+A ``[runtimes.<name>]`` table in the user's ``~/.config/rune-council/council.toml`` or in
+the project's ``.rune/council.toml`` (the project's wins for the same name, once the user
+has trusted that file: see ``rune_council.config``)::
 
     [runtimes.mistral]
     command = "mistral-chat --headless --json"   # a string (split like a shell) or a list
@@ -26,70 +27,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shlex
-from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
+from ..config import NO_ARGUMENT, CouncilConfig, RuntimeSpec
 from ..errors import RuntimeConfigError
 from .adapters import ADAPTERS, PROMPT_FILE, CliAdapter
 from .base import EnvPolicy
 from .parsers import Parsed, json_objects, parse_plain_text, tail
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
-_NO_ARGUMENT = (
-    "the prompt never goes on the command line (ps shows it to every local user); "
-    'use prompt = "stdin" or "file" with {prompt_file}'
-)
-
-
-class RuntimeSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    command: str | list[str]
-    prompt: Literal["stdin", "file"] = "stdin"
-    output: Literal["text", "json", "regex"] = "text"
-    answer_path: str | None = None
-    answer_regex: str | None = None
-    error_regex: str | None = None
-    error_path: str | None = None
-    family: str = Field(default="unknown", min_length=1, max_length=40)
-    confidence: Literal["confirmed", "unknown"] = "unknown"
-    version_args: list[str] = Field(default_factory=lambda: ["--version"])
-    env: list[str] = Field(default_factory=list)
-
-    @field_validator("prompt", mode="before")
-    @classmethod
-    def _no_argument(cls, value: object) -> object:
-        if isinstance(value, str) and value.lower() in ("arg", "argument", "argv", "args"):
-            raise ValueError(_NO_ARGUMENT)
-        return value
-
-    @field_validator("answer_regex", "error_regex")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from exc
-        return value
-
-    @field_validator("env")
-    @classmethod
-    def _env_names(cls, value: list[str]) -> list[str]:
-        bad = [v for v in value if not _ENV_NAME.match(v)]
-        if bad:
-            raise ValueError(f"not variable names (NAME or PREFIX*): {bad}")
-        return value
-
-    def argv(self) -> list[str]:
-        if isinstance(self.command, list):
-            return list(self.command)
-        return shlex.split(self.command)
 
 
 def _lookup(doc: Any, path: str) -> Any:
@@ -150,7 +97,7 @@ def _check(name: str, spec: RuntimeSpec) -> list[str]:
     if not argv or not argv[0].strip():
         problems.append("command is empty")
     if any("{prompt}" in a for a in argv):
-        problems.append(_NO_ARGUMENT)
+        problems.append(NO_ARGUMENT)
     if spec.prompt == "file" and not any(PROMPT_FILE in a for a in argv):
         problems.append('prompt = "file" needs {prompt_file} in command')
     if spec.prompt == "stdin" and any(PROMPT_FILE in a for a in argv):
@@ -180,38 +127,24 @@ def adapter_from_spec(name: str, spec: RuntimeSpec) -> CliAdapter:
     )
 
 
-def load_user_runtimes(sources: list[tuple[Path, Mapping[str, Any]]]) -> list[CliAdapter]:
-    """Adapters for every ``[runtimes.*]`` table, later sources overriding earlier ones.
+def load_user_runtimes(config: CouncilConfig) -> list[CliAdapter]:
+    """Adapters for the ``[runtimes.*]`` tables in force (the project's wins by name).
 
-    ``sources`` are (file, parsed TOML) pairs; any problem raises one RuntimeConfigError
-    that names the file, the runtime and every field at fault.
+    Every table of every file is checked, those an untrusted project file had left out
+    too, so a broken definition is reported the same before and after ``trust``; a problem
+    raises one RuntimeConfigError naming the file, the runtime and every field at fault.
     """
-    chosen: dict[str, tuple[Path, RuntimeSpec]] = {}
-    for path, data in sources:
-        tables = data.get("runtimes", {})
-        if not isinstance(tables, dict):
-            raise RuntimeConfigError(f"{path}: [runtimes] must be a table of tables")
-        for name, table in tables.items():
-            where = f"{path}: runtimes.{name}"
-            if not isinstance(table, dict):
-                raise RuntimeConfigError(f"{where}: must be a table")
-            try:
-                spec = RuntimeSpec.model_validate(table)
-            except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or 'table'}: {e['msg']}"
-                    for e in exc.errors()
-                )
-                raise RuntimeConfigError(f"{where}: {problems}") from None
-            problems_ = _check(name, spec)
-            if problems_:
-                raise RuntimeConfigError(f"{where}: {'; '.join(problems_)}")
-            chosen[name] = (path, spec)
-    return [adapter_from_spec(name, spec) for name, (_, spec) in chosen.items()]
+    for source in config.sources:
+        for name, spec in source.settings.runtimes.items():
+            problems = _check(name, spec)
+            if problems:
+                raise RuntimeConfigError(f"{source.path}: [runtimes.{name}] {'; '.join(problems)}")
+    return [adapter_from_spec(name, spec) for name, spec in config.runtimes.items()]
 
 
-def specs_digest(sources: list[tuple[Path, Mapping[str, Any]]]) -> str:
-    """Changes whenever a runtime definition does, so a cached detection is not reused."""
-    tables = [data.get("runtimes", {}) for _, data in sources]
-    blob = json.dumps(tables, sort_keys=True, default=str).encode("utf-8")
+def specs_digest(config: CouncilConfig) -> str:
+    """Changes whenever a runtime definition in force does, so a cached detection is not
+    reused for a different set."""
+    tables = {name: spec.model_dump(mode="json") for name, spec in config.runtimes.items()}
+    blob = json.dumps(tables, sort_keys=True).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:16]

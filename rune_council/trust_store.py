@@ -1,0 +1,103 @@
+"""Which project config files the user has trusted, by absolute path and content hash.
+
+A repository's ``.rune/council.toml`` arrives with the repository, so what it asks for
+(running a program, sending a key, granting consent) waits until the user trusts that
+exact content, like ``direnv allow`` or ``mise trust``. The record lives in the user's own
+config directory, never beside the file it vouches for, and holds the SHA-256 of the bytes
+that were trusted: one changed byte and the file is untrusted again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .recorder import atomic_write_json
+
+STORE_NAME = "trusted.json"
+_VERSION = 1
+
+TrustState = Literal["trusted", "changed", "unknown"]
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_key(path: Path) -> str:
+    """The name a file is trusted under: absolute, symlinks resolved, so two spellings of
+    one file share one record and a symlink cannot borrow another file's trust."""
+    return str(Path(path).expanduser().resolve())
+
+
+@dataclass(frozen=True)
+class TrustRecord:
+    path: str
+    sha256: str
+    trusted_at: str
+
+
+class TrustStore:
+    """``trusted.json`` in the user's config directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = Path(directory) / STORE_NAME
+
+    def _load(self) -> dict[str, TrustRecord]:
+        # Unreadable or malformed trusts nothing: the safe reading of a damaged store.
+        try:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return {}
+        files = doc.get("files") if isinstance(doc, dict) else None
+        if not isinstance(files, dict):
+            return {}
+        records: dict[str, TrustRecord] = {}
+        for key, entry in files.items():
+            if (
+                isinstance(key, str)
+                and isinstance(entry, dict)
+                and isinstance(entry.get("sha256"), str)
+            ):
+                records[key] = TrustRecord(key, entry["sha256"], str(entry.get("trusted_at", "?")))
+        return records
+
+    def _save(self, records: dict[str, TrustRecord]) -> None:
+        atomic_write_json(
+            self.path,
+            {
+                "version": _VERSION,
+                "files": {
+                    key: {"sha256": r.sha256, "trusted_at": r.trusted_at}
+                    for key, r in sorted(records.items())
+                },
+            },
+        )
+
+    def state(self, file: Path, sha256: str) -> TrustState:
+        record = self._load().get(file_key(file))
+        if record is None:
+            return "unknown"
+        return "trusted" if record.sha256 == sha256 else "changed"
+
+    def trust(self, file: Path, sha256: str) -> TrustRecord:
+        records = self._load()
+        stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        record = TrustRecord(file_key(file), sha256, stamp)
+        records[record.path] = record
+        self._save(records)
+        return record
+
+    def revoke(self, file: Path) -> bool:
+        records = self._load()
+        if records.pop(file_key(file), None) is None:
+            return False
+        self._save(records)
+        return True
+
+    def records(self) -> list[TrustRecord]:
+        return sorted(self._load().values(), key=lambda r: r.path)
