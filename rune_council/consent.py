@@ -11,12 +11,11 @@ a non-interactive run dispatches nothing external: the council runs on subagents
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import safejson
-from .config import CouncilConfig
+from .config import CouncilConfig, trust_store
 from .paths import RuneDir
 from .recorder import atomic_write_json
 from .safefile import read_capped_text
@@ -48,20 +47,26 @@ def from_config(config: CouncilConfig) -> Consent | None:
     return Consent(value, f"allow_external = {str(value).lower()} in {config.origin['consent']}")
 
 
-def remembered(rune_dir: RuneDir) -> Consent | None:
+def remembered(rune_dir: RuneDir, env: Mapping[str, str] | None = None) -> Consent | None:
+    """A yes given earlier at the prompt. ``consent.json`` in the rune dir says so for the
+    project's eyes, but a repository can ship that file: only the record in the user's own
+    trust store counts, and deleting either takes the yes back."""
     path = rune_dir.root / REMEMBERED
     try:
         doc = safejson.loads(read_capped_text(path, 64_000), what=str(path))
     except (OSError, ValueError):
         return None
-    if isinstance(doc, dict) and doc.get("allow_external") is True:
-        return Consent(True, f"granted at the prompt on {doc.get('granted_at', '?')}")
-    return None
+    if not (isinstance(doc, dict) and doc.get("allow_external") is True):
+        return None
+    granted_at = trust_store(env).consent_granted_at(rune_dir.root)
+    if granted_at is None:
+        return None
+    return Consent(True, f"granted at the prompt on {granted_at}")
 
 
-def remember(rune_dir: RuneDir) -> None:
+def remember(rune_dir: RuneDir, env: Mapping[str, str] | None = None) -> None:
     """Keep an interactive yes, so later runs in this project do not ask again."""
-    stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    stamp = trust_store(env).grant_consent(rune_dir.root)
     atomic_write_json(rune_dir.root / REMEMBERED, {"allow_external": True, "granted_at": stamp})
 
 
@@ -81,4 +86,4 @@ def decide(
         return Consent(True, f"{ENV_ALLOW}={env[ENV_ALLOW]}")
     if raw in _NO:
         return Consent(False, f"{ENV_ALLOW}={env[ENV_ALLOW]}")
-    return from_config(config) or remembered(rune_dir)
+    return from_config(config) or remembered(rune_dir, env)

@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from .recorder import atomic_write_json
 
@@ -42,18 +42,28 @@ class TrustRecord:
 
 
 class TrustStore:
-    """``trusted.json`` in the user's config directory."""
+    """``trusted.json`` in the user's config directory: trusted files, and the rune dirs
+    where the user said yes to external dispatch at the prompt."""
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / STORE_NAME
 
-    def _load(self) -> dict[str, TrustRecord]:
+    def _doc(self) -> dict[str, Any]:
         # Unreadable or malformed trusts nothing: the safe reading of a damaged store.
         try:
             doc = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
             return {}
-        files = doc.get("files") if isinstance(doc, dict) else None
+        return doc if isinstance(doc, dict) else {}
+
+    def _consents(self) -> dict[str, str]:
+        found = self._doc().get("consent")
+        if not isinstance(found, dict):
+            return {}
+        return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def _load(self) -> dict[str, TrustRecord]:
+        files = self._doc().get("files")
         if not isinstance(files, dict):
             return {}
         records: dict[str, TrustRecord] = {}
@@ -66,7 +76,9 @@ class TrustStore:
                 records[key] = TrustRecord(key, entry["sha256"], str(entry.get("trusted_at", "?")))
         return records
 
-    def _save(self, records: dict[str, TrustRecord]) -> None:
+    def _save(
+        self, records: dict[str, TrustRecord], consents: dict[str, str] | None = None
+    ) -> None:
         atomic_write_json(
             self.path,
             {
@@ -75,6 +87,9 @@ class TrustStore:
                     key: {"sha256": r.sha256, "trusted_at": r.trusted_at}
                     for key, r in sorted(records.items())
                 },
+                "consent": dict(
+                    sorted((self._consents() if consents is None else consents).items())
+                ),
             },
         )
 
@@ -101,3 +116,14 @@ class TrustStore:
 
     def records(self) -> list[TrustRecord]:
         return sorted(self._load().values(), key=lambda r: r.path)
+
+    def grant_consent(self, rune_dir: Path) -> str:
+        """Remember a yes given at the prompt for this rune dir; the time it was given."""
+        consents = self._consents()
+        stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        consents[file_key(rune_dir)] = stamp
+        self._save(self._load(), consents)
+        return stamp
+
+    def consent_granted_at(self, rune_dir: Path) -> str | None:
+        return self._consents().get(file_key(rune_dir))

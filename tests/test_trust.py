@@ -215,3 +215,15 @@ def test_the_users_own_config_needs_no_trust(tmp_path: Path, server: OpenAIServe
     assert {s.authorization for s in server.requests()} == {f"Bearer {SECRET}"}
     own = rune(tmp_path, env, "trust", str(user / "council.toml"))
     assert "is your own config" in own.stdout
+
+
+def test_a_consent_file_shipped_in_the_repository_grants_nothing(
+    tmp_path: Path, server: OpenAIServer
+) -> None:
+    env = world(tmp_path)
+    (tmp_path / ".rune").mkdir()
+    shipped = {"allow_external": True, "granted_at": "2026-01-01T00:00:00+00:00"}
+    (tmp_path / ".rune" / "consent.json").write_text(json.dumps(shipped))
+    run = rune(tmp_path, env, Q, "--n", "2", "--id", "c1", "--json")
+    assert ran(tmp_path) == []  # claude was found but not dispatched
+    assert json.loads(run.stdout)["runtime_report"]["consent"] == "not granted (nobody granted it)"

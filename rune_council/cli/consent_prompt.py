@@ -53,5 +53,5 @@ def external_consent(
     )
     granted = typer.confirm("Allow external AI CLIs for this project?", default=False, err=True)
     if granted:
-        remember(where)
+        remember(where, env)
     return granted
