@@ -20,9 +20,9 @@ from pydantic import (
     model_validator,
 )
 
-# Writers write 2.1; readers accept 2.0 too, since 2.1 only added optional sections.
-SCHEMA_VERSION: Literal["2.1"] = "2.1"
-SchemaVersion = Literal["2.0", "2.1"]
+# Writers write 2.2; readers accept 2.0 and 2.1 too, since each version only added to the last.
+SCHEMA_VERSION: Literal["2.2"] = "2.2"
+SchemaVersion = Literal["2.0", "2.1", "2.2"]
 MAX_VOICES = 5
 MIN_VOICES = 2
 
@@ -53,7 +53,9 @@ AttemptOutcome = Literal[
     "http_status",
     "malformed",
 ]
-RunStatus = Literal["running", "complete", "cancelled", "failed"]
+# ``queued`` (2.2): accepted by a server that runs a bounded number of councils at once and
+# has not started this one yet; the file holds the request and no voices.
+RunStatus = Literal["queued", "running", "complete", "cancelled", "failed"]
 SlotOutcome = Literal["held", "framing-sensitive", "no-counterclaims", "countered", "not-evaluable"]
 DissentLabel = Literal[
     "disagreement",

@@ -28,6 +28,8 @@ REMOTE_STALE_AFTER_S = 30.0
 # A heartbeat this old from a live pid on this host is worth a warning, not a verdict: a
 # blocking subagent callable can hold the event loop for minutes.
 LOCAL_STALL_WARN_S = 20.0
+# Statuses of a run that has not ended; its writer's liveness still matters.
+UNFINISHED = ("queued", "running")
 # Slack between a process starting and it writing ``started_at``; a pid whose process began
 # later than that has been reused by something else.
 PID_REUSE_SLACK_S = 2.0
@@ -128,7 +130,7 @@ def liveness(
     now: dt.datetime | None = None,
     host: str | None = None,
 ) -> Liveness:
-    if result.status != "running":
+    if result.status not in UNFINISHED:
         return Liveness("finished", result.status)
     orch: Orchestrator | None = result.orchestrator
     if orch is None:
@@ -172,10 +174,10 @@ def summarise(path: Path, *, host: str | None = None) -> RunSummary:
         run_id = path.stem.removeprefix("run-")
         return RunSummary(path, run_id, "", "unreadable", None, 0, 0, "", None, str(exc))
     status: str = result.status
-    if status == "running" and liveness(result, host=host).state == "gone":
+    if status in UNFINISHED and liveness(result, host=host).state == "gone":
         status = "abandoned"
     end = result.finished_at
-    if end is None and status == "running":
+    if end is None and status in UNFINISHED:
         end = dt.datetime.now(dt.UTC).isoformat()
     return RunSummary(
         path=path,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from .errors import RunFileError
-from .runs import LOCAL_STALL_WARN_S, liveness, load
+from .runs import LOCAL_STALL_WARN_S, UNFINISHED, liveness, load
 
 if TYPE_CHECKING:
     import threading
@@ -140,7 +140,7 @@ def follow(
                 last_seq = fresh[-1].seq
                 yield Update("events", result, fresh)
             stalled = False
-            if result.status != "running":
+            if result.status not in UNFINISHED:
                 yield Update("finished", result, detail=result.status)
                 return
         if current is None or time.monotonic() - last_check < tick_s:

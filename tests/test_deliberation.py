@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 
 from rune_council import FunctionRuntime, convene
+from rune_council.contract import SCHEMA_VERSION
 from rune_council.contract import CouncilResult
 from rune_council.deliberation.chain import convene_chain
 from rune_council.runtimes.adapters import ADAPTERS
@@ -123,7 +124,7 @@ def request(run_id: str, n: int = 3, **deliberation: Any) -> dict[str, Any]:
 def on_disk(tmp_path: Path, run_id: str) -> dict[str, Any]:
     data = json.loads((tmp_path / "council" / f"run-{run_id}.json").read_text())
     jsonschema.validate(data, SCHEMA)
-    assert data["schema_version"] == "2.1"
+    assert data["schema_version"] == SCHEMA_VERSION
     return data
 
 
