@@ -19,8 +19,7 @@ import jsonschema
 import pytest
 
 from rune_council import FunctionRuntime, convene
-from rune_council.contract import SCHEMA_VERSION
-from rune_council.contract import CouncilResult
+from rune_council.contract import SCHEMA_VERSION, CouncilResult
 from rune_council.deliberation.chain import convene_chain
 from rune_council.runtimes.adapters import ADAPTERS
 from rune_council.runtimes.cli import CliRuntime
