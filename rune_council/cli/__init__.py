@@ -14,6 +14,7 @@ from . import (
     demo_cmd,  # noqa: F401
     endpoint_cmds,  # noqa: F401
     runs_cmds,  # noqa: F401
+    serve_cmd,  # noqa: F401
     tally_cmd,  # noqa: F401
     trust_cmd,  # noqa: F401
 )

@@ -1,0 +1,170 @@
+"""The OpenAPI document, built from the contract models and the API's own bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from ..contract import SCHEMA_VERSION, CouncilResult
+from .models import (
+    Accepted,
+    CancelResult,
+    CouncilCreate,
+    Health,
+    Problem,
+    RunPage,
+    RuntimesView,
+)
+
+_REF = "#/components/schemas/{model}"
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": _REF.format(model=model.__name__)}
+
+
+def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ref(model)}}}
+
+
+def _problem(description: str) -> dict[str, Any]:
+    return _json(Problem, description)
+
+
+_RUN_ID = {
+    "name": "run_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"},
+}
+
+
+def document(version: str) -> dict[str, Any]:
+    models: list[type[BaseModel]] = [
+        CouncilCreate,
+        Accepted,
+        CouncilResult,
+        RunPage,
+        Problem,
+        CancelResult,
+        RuntimesView,
+        Health,
+    ]
+    _, defs = models_json_schema(
+        [(m, "validation" if m is CouncilCreate else "serialization") for m in models],
+        ref_template=_REF,
+    )
+    auth: list[dict[str, list[str]]] = [{"bearer": []}]
+    busy = {
+        "description": "Every council slot and queue place is taken; retry after Retry-After.",
+        "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+        "content": {"application/json": {"schema": _ref(Problem)}},
+    }
+    paths: dict[str, Any] = {
+        "/v1/councils": {
+            "post": {
+                "summary": "Convene a council",
+                "description": "Accepts a PerspectiveRequest plus per-council overrides; the "
+                "council runs in the background (queued first when every slot is busy).",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref(CouncilCreate)}},
+                },
+                "responses": {
+                    "202": {
+                        **_json(Accepted, "Accepted; Location names the run file."),
+                        "headers": {"Location": {"schema": {"type": "string"}}},
+                    },
+                    "401": _problem("Missing or wrong bearer token."),
+                    "409": _problem("The run id is already used."),
+                    "413": _problem("The body is larger than the server accepts."),
+                    "422": _problem("The body is not a valid council request; names the field."),
+                    "429": busy,
+                },
+            },
+            "get": {
+                "summary": "Recent runs, newest first",
+                "parameters": [
+                    {"name": "status", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "stamp",
+                        "in": "query",
+                        "schema": {"enum": ["MULTI_FAMILY", "NO_DECORRELATION"]},
+                    },
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 20}},
+                    {"name": "offset", "in": "query", "schema": {"type": "integer", "default": 0}},
+                ],
+                "responses": {"200": _json(RunPage, "One page of runs.")},
+            },
+        },
+        "/v1/councils/{run_id}": {
+            "get": {
+                "summary": "The run file",
+                "parameters": [_RUN_ID],
+                "responses": {
+                    "200": _json(CouncilResult, f"The run file (contract {SCHEMA_VERSION})."),
+                    "400": _problem("Not a valid run id."),
+                    "404": _problem("No such run."),
+                },
+            }
+        },
+        "/v1/councils/{run_id}/events": {
+            "get": {
+                "summary": "Server-Sent Events of every transition",
+                "description": "Frames: status, transition (id = event seq), stalled, end "
+                "(final status or abandoned). Send Last-Event-ID to resume.",
+                "parameters": [
+                    _RUN_ID,
+                    {"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer"}},
+                ],
+                "responses": {
+                    "200": {
+                        "description": "An event stream.",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    },
+                    "404": _problem("No such run."),
+                },
+            }
+        },
+        "/v1/councils/{run_id}/cancel": {
+            "post": {
+                "summary": "Cancel a council this server runs",
+                "parameters": [_RUN_ID],
+                "responses": {
+                    "200": _json(CancelResult, "The status the run file ended with."),
+                    "404": _problem("No such run."),
+                    "409": _problem("The run already ended, or another process runs it."),
+                },
+            }
+        },
+        "/v1/runtimes": {
+            "get": {
+                "summary": "What DETECT found, and the endpoints a council may name",
+                "responses": {"200": _json(RuntimesView, "Runtimes and endpoint names.")},
+            }
+        },
+        "/healthz": {
+            "get": {
+                "summary": "Liveness and load",
+                "security": [],
+                "responses": {"200": _json(Health, "The server is up.")},
+            }
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "rune-council",
+            "version": version,
+            "description": "Convene councils of independent AI voices and follow their run "
+            f"files. Run files follow voice contract {SCHEMA_VERSION}.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": defs["$defs"],
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": auth,
+    }

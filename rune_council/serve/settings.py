@@ -1,0 +1,60 @@
+"""What the operator decided when starting the server; no request can change any of it."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import RequestError
+
+TOKEN_ENV = "RUNE_COUNCIL_SERVE_TOKEN"
+# A council request is a question and perhaps an artifact as text; a megabyte is generous.
+DEFAULT_MAX_BODY = 1_000_000
+DEFAULT_PORT = 8765
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    rune_dir: Path
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    token: str | None = None
+    max_concurrent: int = 4
+    max_queued: int = 32
+    artifact_root: Path | None = None
+    # True: the operator said --yes. None: defer to the environment, council.toml or an
+    # earlier yes, exactly as the CLI does. Never taken from a request.
+    allow_external: bool | None = None
+    cors_origins: tuple[str, ...] = ()
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    subagent_command: str | None = None
+    subagent_family: str = "unknown"
+    retry_after_s: int = 5
+
+    def check(self) -> None:
+        """Refuse settings that would expose councils: a non-loopback bind needs a token."""
+        if self.max_concurrent < 1:
+            raise RequestError("--max-concurrent must be at least 1")
+        if self.max_queued < 0:
+            raise RequestError("--max-queued must be 0 or more")
+        if self.max_body_bytes < 1024:
+            raise RequestError("--max-body-bytes must be at least 1024")
+        if not is_loopback(self.host) and not self.token:
+            raise RequestError(
+                f"refusing to listen on {self.host}: anything but a loopback address needs a "
+                f"bearer token in ${TOKEN_ENV}"
+            )
+        if self.token is not None and len(self.token) < 16:
+            raise RequestError(f"${TOKEN_ENV} is too short: use at least 16 characters")
+        if self.artifact_root is not None and not self.artifact_root.is_dir():
+            raise RequestError(f"--artifact-root {self.artifact_root} is not a directory")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,125 @@
+"""The web view in a real headless Chromium (Debian's), driven by Playwright.
+
+A council of slow fake voices is posted to a real server; the pages must follow it live,
+without a reload, show the verdict, escape whatever markup a voice sends, load nothing from
+outside the server, and stay readable at phone width. Screenshots go to test-output/web/.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import PLAN, QUESTION, ROLLBACK, answer, claim
+from tests.web.serving import install_voices, serving
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = ROOT / "test-output" / "web"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACT = {"name": "plan.md", "text": PLAN}
+XSS_STANCE = '<img src=x onerror="window.__xss=1">NO'
+XSS_CLAIM = "<script>window.__xss=2</script>Rollback is <b>missing</b>"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        subprocess.run(["bash", str(Path(__file__).with_name("install.sh"))], check=True)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def test_a_council_unfolds_live_in_the_browser(tmp_path: Path, browser: Any) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    hostile = answer(QUESTION, XSS_STANCE, [{**ROLLBACK, "text": XSS_CLAIM}, claim("Fine")])
+    install_voices(tmp_path / "bin", sleeps=(1.5, 3.0, 4.5), gemini_text=hostile)
+    with serving(tmp_path, "--yes") as server:
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        outside: list[str] = []
+        page.on(
+            "request",
+            lambda req: None if req.url.startswith(server.base) else outside.append(req.url),
+        )
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+        page.goto(server.base + "/")
+        page.wait_for_selector("#empty:not([hidden])")
+        page.evaluate("window.__same = true")
+        assert (
+            server.post(
+                {"request": {"id": "live", "question": QUESTION, "artifact": ARTIFACT}}
+            ).status_code
+            == 202
+        )
+        # The list picks the new run up by itself.
+        page.wait_for_selector('tr[data-run="live"]', timeout=10_000)
+        assert page.evaluate("window.__same") is True
+        page.screenshot(path=str(SHOTS / "list.png"), full_page=True)
+
+        page.goto(server.base + "/runs/live")
+        page.evaluate("window.__same = true")
+        row = 'tr[data-voice="v3"]'
+        page.wait_for_selector(f'{row}[data-status="running"]', timeout=15_000)
+        timer = page.inner_text(f"{row} td.timer")
+        page.wait_for_timeout(600)
+        assert page.inner_text(f"{row} td.timer") != timer, "the running timer ticks"
+        page.screenshot(path=str(SHOTS / "run-running.png"), full_page=True)
+        page.wait_for_selector(f'{row}[data-status="complete"]', timeout=30_000)
+        page.wait_for_selector("#stamp", timeout=15_000)
+        assert page.evaluate("window.__same") is True, "no reload happened"
+
+        assert page.inner_text("#stamp .stamp") == "MULTI_FAMILY"
+        consensus = page.inner_text("#verdict .consensus")
+        assert "The plan has no rollback step" in consensus  # claude's wording
+        assert "Nothing says how to undo the migration" in consensus  # codex's wording
+        assert "Needs decision" in page.inner_text("#verdict")
+        assert "member" in page.inner_text("#metadata")
+        assert page.get_attribute("#raw", "href") == "/v1/councils/live"
+
+        # The hostile voice's markup is shown as text and never runs.
+        body = page.inner_text("body")
+        assert XSS_STANCE in body
+        assert page.evaluate("window.__xss") is None
+        assert (
+            page.locator(
+                "#voices img, #verdict img, #verdict script, #verdict b >> text=missing"
+            ).count()
+            == 0
+        )
+        page.screenshot(path=str(SHOTS / "run-done.png"), full_page=True)
+
+        # Phone width: nothing scrolls sideways.
+        phone = browser.new_page(viewport={"width": 375, "height": 800})
+        phone.goto(server.base + "/runs/live")
+        phone.wait_for_selector("#stamp")
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 375
+        phone.screenshot(path=str(SHOTS / "run-phone.png"), full_page=True)
+        phone.goto(server.base + "/")
+        phone.wait_for_selector('tr[data-run="live"] .s-complete')
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 375
+        phone.screenshot(path=str(SHOTS / "list-phone.png"), full_page=True)
+
+        assert outside == [], "the pages load nothing from outside the server"
+        assert errors == []
+        page.close()
+        phone.close()
