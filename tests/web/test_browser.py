@@ -123,3 +123,50 @@ def test_a_council_unfolds_live_in_the_browser(tmp_path: Path, browser: Any) -> 
         assert errors == []
         page.close()
         phone.close()
+
+
+def test_deliberation_tallies_and_rounds_are_shown(tmp_path: Path, browser: Any) -> None:
+    from rune_council import FunctionRuntime, convene
+    from tests.test_deliberation import request, three
+
+    rune = tmp_path / ".rune"
+    rounds = {"max_rounds": 2, "convergence_threshold": 1.0}
+    # A chair that leaves a question open keeps the council going for a second round.
+    chair = FunctionRuntime(lambda prompt: 'Verdict.\nSYNTH open=["more?"]', name="chair")
+    ranked = convene(
+        request("ranked", method="rank", rounds=rounds),
+        runtimes=three(),
+        rune_dir=rune,
+        orchestrator=chair,
+    )
+    voted = convene(request("voted", method="vote"), runtimes=three(), rune_dir=rune)
+    assert ranked.deliberation is not None and ranked.deliberation.rank is not None
+    assert voted.deliberation is not None and voted.deliberation.vote is not None
+    with serving(tmp_path) as server:
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        page.goto(server.base + "/runs/ranked")
+        page.wait_for_selector("#stamp")
+        verdict = page.inner_text("#verdict")
+        tally = ranked.deliberation.rank.tally
+        assert "Ranking" in verdict and f"winner {tally.winner}" in verdict
+        for score in tally.scores:
+            assert f"{score.score:.2f}" in verdict
+        assert "Rounds" in verdict
+        shown_rounds = page.locator("#verdict h3:text('Rounds') + table tbody tr").count()
+        assert shown_rounds == len(ranked.deliberation.rounds) == 2
+        assert "Synthesis" in verdict
+        page.screenshot(path=str(SHOTS / "run-ranked.png"), full_page=True)
+
+        page.goto(server.base + "/runs/voted")
+        page.wait_for_selector("#stamp")
+        verdict = page.inner_text("#verdict")
+        vote = voted.deliberation.vote
+        assert f"ballots counted {vote.denominator}" in verdict
+        rows = page.locator("#verdict h3:text('Vote') + div + table tbody tr")
+        assert rows.count() == len(vote.items)
+        for i, item in enumerate(vote.items):
+            row = rows.nth(i).inner_text()
+            assert f"{len(item.yes)} / {len(item.no)} / {len(item.abstain)}" in row
+            assert item.outcome in row
+        page.screenshot(path=str(SHOTS / "run-voted.png"), full_page=True)
+        page.close()

@@ -170,6 +170,9 @@ function deliberationBlock(run) {
   if (d.synthesis) {
     parts.push(el("h3", {}, "Synthesis"), el("div", { class: "card text" }, d.synthesis.text),
       el("div", { class: "muted" }, d.synthesis.fallback ? "written by the arithmetic (" + (d.synthesis.fallback_reason || "") + ")" : "by " + (d.synthesis.by || "?")));
+    if (d.synthesis.open_questions.length) {
+      parts.push(el("div", {}, "Open questions:"), el("ul", {}, ...d.synthesis.open_questions.map((q) => el("li", {}, q))));
+    }
   }
   if (d.risk_register) {
     parts.push(el("h3", {}, "Risk register"), el("div", { class: "card text" }, d.risk_register.summary),
