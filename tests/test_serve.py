@@ -354,7 +354,7 @@ def test_sigterm_cancels_running_councils_cleanly(tmp_path: Path) -> None:
             server.proc.send_signal(signal.SIGTERM)
             tail = b"".join(stream.iter_raw())
         server.proc.wait(30)
-        assert time.monotonic() - started < 20
+        assert time.monotonic() - started < 60  # the voices would sleep 120 s
         assert b'"status":"cancelled"' in tail
     finally:
         if server.proc.poll() is None:
