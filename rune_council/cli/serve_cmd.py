@@ -76,8 +76,8 @@ def serve_command(
             allow_external=True if yes else None,
             cors_origins=tuple(cors_origin or ()),
             max_body_bytes=max_body_bytes,
-            subagent_command=subagent_cmd or config.subagent_command,
-            subagent_family=subagent_family or config.subagent_family or "unknown",
+            subagent_command=subagent_cmd or config.subagent.command,
+            subagent_family=subagent_family or config.subagent.family or "unknown",
         )
         settings.check()
     shown = f"[{host}]" if ":" in host else host
