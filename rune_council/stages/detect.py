@@ -33,7 +33,10 @@ from ..runtimes.cli import merged_path
 from ..runtimes.login_path import LoginPath, login_shell_path
 from ..runtimes.process import run_process
 
-VERSION_TIMEOUT_S = 10.0
+# A node-based CLI takes several seconds to print its version on its own, and every probe
+# starts at once; on a busy machine 10 s was too short, and a timed-out probe leaves the CLI
+# out of every council for the rest of the day (the report is cached).
+VERSION_TIMEOUT_S = 30.0
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.\w]*)?")
 
 
