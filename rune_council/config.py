@@ -198,6 +198,15 @@ class CouncilConfig(CouncilFile):
     origin: dict[str, str] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
+    @property
+    def subagent_command(self) -> str | None:
+        """``[subagent] command`` (the name callers used before the sections were models)."""
+        return self.subagent.command
+
+    @property
+    def subagent_family(self) -> str | None:
+        return self.subagent.family
+
     def source_of(self, part: str) -> ConfigSource | None:
         path = self.origin.get(part)
         return next((s for s in self.sources if s.path == path), None)

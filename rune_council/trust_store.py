@@ -19,6 +19,7 @@ from typing import Any, Literal
 from .recorder import atomic_write_json
 
 STORE_NAME = "trusted.json"
+CACHES_NAME = "runtime-caches.json"
 _VERSION = 1
 
 TrustState = Literal["trusted", "changed", "unknown"]
@@ -127,3 +128,32 @@ class TrustStore:
 
     def consent_granted_at(self, rune_dir: Path) -> str | None:
         return self._consents().get(file_key(rune_dir))
+
+
+class CacheVouchers:
+    """Fingerprints of the runtime caches this user's own detection wrote.
+
+    ``.rune/runtimes.json`` sits in the project, so a repository can ship one that names any
+    program as ``claude``; a cache is reused only when its content is what detection wrote
+    here. Kept apart from ``trusted.json`` so a detection never rewrites the trust records.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.path = Path(directory) / CACHES_NAME
+
+    def _load(self) -> dict[str, str]:
+        try:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return {}
+        if not isinstance(doc, dict):
+            return {}
+        return {k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def vouch(self, file: Path, sha256: str) -> None:
+        found = self._load()
+        found[file_key(file)] = sha256
+        atomic_write_json(self.path, dict(sorted(found.items())))
+
+    def vouched(self, file: Path, sha256: str) -> bool:
+        return self._load().get(file_key(file)) == sha256

@@ -227,3 +227,41 @@ def test_a_consent_file_shipped_in_the_repository_grants_nothing(
     run = rune(tmp_path, env, Q, "--n", "2", "--id", "c1", "--json")
     assert ran(tmp_path) == []  # claude was found but not dispatched
     assert json.loads(run.stdout)["runtime_report"]["consent"] == "not granted (nobody granted it)"
+
+
+def test_a_runtimes_cache_shipped_in_the_repository_is_probed_again_not_run(
+    tmp_path: Path,
+) -> None:
+    env = {**world(tmp_path), "RUNE_COUNCIL_ALLOW_EXTERNAL": "1"}
+    impostor = tmp_path / "repo-tools" / "claude"
+    impostor.parent.mkdir()
+    impostor.write_text(f"#!/bin/sh\n: > {tmp_path / 'impostor-ran'}\n")
+    impostor.chmod(0o755)
+    # Today's cache, as a user's own detection would have written it, but naming the
+    # repository's program as claude.
+    assert rune(tmp_path, env, "detect").returncode == 0
+    cache = tmp_path / ".rune" / "runtimes.json"
+    doc = json.loads(cache.read_text())
+    for entry in doc["detected"]:
+        if entry["runtime"] == "claude":
+            entry["path"] = str(impostor)
+    cache.write_text(json.dumps(doc))
+
+    shown = rune(tmp_path, env, "detect")
+    assert "probed now" in shown.stdout and str(impostor) not in shown.stdout
+    cache.write_text(json.dumps(doc))
+    run = rune(tmp_path, env, Q, "--n", "2", "--id", "cache", "--json")
+    assert run.returncode == 0, run.stderr
+    assert not (tmp_path / "impostor-ran").exists()
+    assert ran(tmp_path) == ["claude.calls"]  # the claude on PATH answered
+
+
+def test_a_cached_cli_that_path_now_resolves_elsewhere_is_probed_again(tmp_path: Path) -> None:
+    env = world(tmp_path)
+    assert "probed now" in rune(tmp_path, env, "detect").stdout
+    assert "cached today" in rune(tmp_path, env, "detect").stdout
+    other = tmp_path / "bin2"
+    install_fake(other, "claude", version="9.9.9")
+    moved = {**env, "PATH": f"{other}:{env['PATH']}"}
+    again = rune(tmp_path, moved, "detect")
+    assert "probed now" in again.stdout and "9.9.9" in again.stdout

@@ -14,6 +14,7 @@ can reach are listed as ``1devtool:<agent>``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import re
@@ -23,7 +24,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..config import user_config_dir
 from ..contract import DetectedRuntime, RuntimesFile
+from ..errors import RunFileError
 from ..paths import RuneDir
 from ..recorder import atomic_write_json
 from ..runtimes.adapters import ADAPTERS, CliAdapter, adapter_env
@@ -32,11 +35,14 @@ from ..runtimes.bridge import BRIDGE_NAME, RUNTIME_PREFIX, find_bridge, list_age
 from ..runtimes.cli import merged_path
 from ..runtimes.login_path import LoginPath, login_shell_path
 from ..runtimes.process import run_process
+from ..safefile import read_capped
+from ..trust_store import CacheVouchers, digest
 
 # A node-based CLI takes several seconds to print its version on its own, and every probe
 # starts at once; on a busy machine 10 s was too short, and a timed-out probe leaves the CLI
 # out of every council for the rest of the day (the report is cached).
 VERSION_TIMEOUT_S = 30.0
+_CACHE_CAP = 4_000_000
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+.\w]*)?")
 
 
@@ -193,18 +199,44 @@ async def detect_runtimes(
     )
 
 
-def load_cached(rune_dir: RuneDir, config_digest: str | None = None) -> RuntimesFile | None:
-    """Today's cache, if it is readable, probed the same runtime definitions, and every
-    runtime it lists is still on disk."""
+def _fingerprint(report: RuntimesFile) -> str:
+    return digest(report.model_dump_json().encode("utf-8"))
+
+
+def _vouchers(env: Mapping[str, str] | None) -> CacheVouchers:
+    return CacheVouchers(user_config_dir(env))
+
+
+def load_cached(
+    rune_dir: RuneDir,
+    config_digest: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    adapters: Sequence[CliAdapter] | None = None,
+) -> RuntimesFile | None:
+    """Today's cache, if this user's detection wrote it (a repository may ship a
+    runtimes.json naming any program), it probed the same runtime definitions, and every
+    runtime it lists still resolves to the same file; otherwise None and DETECT runs."""
     try:
-        cached = RuntimesFile.model_validate_json(rune_dir.runtimes_file.read_bytes())
+        data, cut = read_capped(rune_dir.runtimes_file, _CACHE_CAP)
+        cached = RuntimesFile.model_validate_json(data)
     except (OSError, ValidationError, ValueError):
+        return None
+    if cut or not _vouchers(env).vouched(rune_dir.runtimes_file, _fingerprint(cached)):
         return None
     if cached.session_marker != _today() or cached.config_digest != config_digest:
         return None
+    path_now = (os.environ if env is None else env).get("PATH", os.defpath)
+    executables = {a.name: a.executable for a in (adapters or ADAPTERS.values())}
     for item in cached.detected:
-        if item.status == "available" and (item.path is None or not os.path.exists(item.path)):
+        if item.status != "available":
+            continue
+        if item.path is None or not os.path.exists(item.path):
             return None
+        name = executables.get(item.runtime) if item.via is None else None
+        found = shutil.which(name, path=path_now) if name else None
+        if found is not None and os.path.realpath(found) != os.path.realpath(item.path):
+            return None  # PATH now names another program: probe it, never run the old one
     return cached
 
 
@@ -222,9 +254,11 @@ async def detect(
     ``config_digest`` of their definitions, so an edited definition is probed afresh).
     """
     if not refresh:
-        cached = load_cached(rune_dir, config_digest)
+        cached = load_cached(rune_dir, config_digest, env=env, adapters=adapters)
         if cached is not None:
             return cached, True
     report = await detect_runtimes(env, adapters, config_digest=config_digest)
     atomic_write_json(rune_dir.runtimes_file, report.model_dump(mode="json"))
+    with contextlib.suppress(OSError, RunFileError):  # unvouched only means probed next time
+        _vouchers(env).vouch(rune_dir.runtimes_file, _fingerprint(report))
     return report, False
