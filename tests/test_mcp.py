@@ -1,0 +1,331 @@
+"""``rune council mcp`` through the MCP SDK's own stdio client, the server a real subprocess.
+
+Voices are the fake CLIs of tests/fakes installed under their real names, run as real
+processes by the council the server convenes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from mcp import types
+
+from rune_council.contract import CouncilResult
+from tests.fakes.bin import install_fake
+from tests.helpers import PLAN, QUESTION, ROLLBACK, SHARDS, UNDO, answer, council_result_schema
+from tests.mcp_client import connect, text_of
+
+pytestmark = pytest.mark.timeout(180)
+
+TOOLS = {"convene", "detect", "list_runs", "show_run", "verify_run", "tally"}
+# Borda over three proposals: A 2+1+2 = 5, B 1+2+0 = 3, C 0+0+1 = 1 (counted by hand).
+TRANSCRIPT = "\n".join(
+    [
+        "@phase propose",
+        'PROPOSE A "shard by customer"',
+        'PROPOSE B "read replicas first"',
+        'PROPOSE C "do nothing"',
+        "@phase rank",
+        "m1 RANK A>B>C",
+        "m2 RANK B>A>C",
+        "m3 RANK A>C>B",
+    ]
+)
+
+
+def fakes(tmp: Path, **settings: Any) -> None:
+    install_fake(tmp / "bin", "claude", answer=answer(QUESTION, "NO", [ROLLBACK]), **settings)
+    install_fake(tmp / "bin", "codex", answer=answer(QUESTION, "NO", [UNDO]), **settings)
+    install_fake(tmp / "bin", "gemini", answer=answer(QUESTION, "YES", [SHARDS]), **settings)
+    (tmp / "plan.md").write_text(PLAN, encoding="utf-8")
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def run_file(tmp: Path, run_id: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(
+        (tmp / ".rune" / "council" / f"run-{run_id}.json").read_text(encoding="utf-8")
+    )
+    return doc
+
+
+def test_tools_carry_schemas_generated_from_the_contract(tmp_path: Path) -> None:
+    async def scenario() -> list[types.Tool]:
+        async with connect(tmp_path, "--yes") as session:
+            return (await session.list_tools()).tools
+
+    tools = {t.name: t for t in run(scenario())}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 60, tool.name
+        assert "$ref" not in json.dumps(tool.inputSchema), tool.name
+        assert tool.inputSchema.get("additionalProperties") is False, tool.name
+    convene = tools["convene"].inputSchema
+    assert convene["required"] == ["question"]
+    assert convene["properties"]["mode"]["enum"] == ["critique", "review", "judge", "generate"]
+    assert convene["properties"]["n"]["minimum"] == 2 and convene["properties"]["n"]["maximum"] == 5
+    method = convene["properties"]["deliberation"]["anyOf"][0]["properties"]["method"]
+    assert {"enum": ["vote", "rank"], "type": "string"} in method["anyOf"]
+    # No way to ask for consent in a call: nothing in the schema names it.
+    assert not any("allow" in key or key == "yes" for key in convene["properties"])
+    assert tools["convene"].outputSchema == CouncilResult.model_json_schema(mode="serialization")
+
+
+def test_convene_returns_the_result_with_one_progress_note_per_voice_transition(
+    tmp_path: Path,
+) -> None:
+    fakes(tmp_path, stdin_copy=str(tmp_path / "prompt.txt"))
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async def scenario() -> types.CallToolResult:
+        async with connect(tmp_path, "--yes") as session:
+            return await session.call_tool(
+                "convene",
+                {"question": QUESTION, "artifact_path": "plan.md", "id": "m1", "mode": "critique"},
+                progress_callback=on_progress,
+            )
+
+    result = run(scenario())
+    assert not result.isError, text_of(result)
+    text = text_of(result)
+    assert text.startswith("## Council Result: m1\n- **Decorrelation**: MULTI_FAMILY")
+    assert "The plan has no rollback step" in text
+    structured = result.structuredContent
+    assert structured is not None
+    jsonschema.validate(structured, council_result_schema())
+    recorded = run_file(tmp_path, "m1")
+    assert structured["decorrelation"] == recorded["decorrelation"] == "MULTI_FAMILY"
+    assert structured["agreement"] == recorded["agreement"]
+    assert "No rollback step is defined." in (tmp_path / "prompt.txt").read_text()
+
+    transitions = [e for e in recorded["events"] if e["kind"] == "voice.status"]
+    messages = [m for _, _, m in progress]
+    assert len(messages) == len(transitions) >= 6, messages
+    for message, event in zip(messages, transitions, strict=True):
+        assert message is not None
+        assert re.fullmatch(r"v\d \w+ (running|complete|dropped) [0-3]/3", message), message
+        assert message.startswith(f"{event['voice_id']} ") and f" {event['status']} " in message
+    assert [v for v, _, _ in progress] == sorted({v for v, _, _ in progress})  # grows each time
+    assert messages[-1].endswith(" 3/3") and sum(m.endswith("complete 3/3") for m in messages) == 1
+
+
+def test_every_other_tool_and_the_resources(tmp_path: Path) -> None:
+    fakes(tmp_path)
+
+    async def scenario() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with connect(tmp_path, "--yes") as session:
+            first = await session.call_tool("convene", {"question": QUESTION, "id": "r1", "n": 2})
+            assert not first.isError, text_of(first)
+            for name, args in [
+                ("detect", {}),
+                ("list_runs", {"limit": 5}),
+                ("show_run", {"run_id": "r1"}),
+                ("verify_run", {"run_id": "r1"}),
+                ("tally", {"transcript": TRANSCRIPT}),
+            ]:
+                out[name] = await session.call_tool(name, args)
+            out["resources"] = (await session.list_resources()).resources
+            out["templates"] = (await session.list_resource_templates()).resourceTemplates
+            out["run"] = await session.read_resource("rune://runs/r1")  # type: ignore[arg-type]
+            out["contract"] = await session.read_resource(
+                "rune://contract/council-result"  # type: ignore[arg-type]
+            )
+        return out
+
+    out = run(scenario())
+    for name in ("detect", "list_runs", "show_run", "verify_run", "tally"):
+        assert not out[name].isError, (name, text_of(out[name]))
+
+    detected = {d["runtime"]: d for d in out["detect"].structuredContent["detected"]}
+    assert detected["claude"]["status"] == "available"
+    assert detected["claude"]["model_family"] == "anthropic"
+    assert "- codex: available, family openai" in text_of(out["detect"])
+
+    rows = out["list_runs"].structuredContent["runs"]
+    assert [(r["id"], r["status"], r["uri"]) for r in rows] == [
+        ("r1", "complete", "rune://runs/r1")
+    ]
+
+    shown = out["show_run"].structuredContent
+    assert shown == run_file(tmp_path, "r1")
+    assert text_of(out["show_run"]).startswith("## Council Result: r1")
+
+    verified = out["verify_run"].structuredContent
+    assert verified["reproduced"] is True and verified["differences"] == []
+    assert "reproduced" in text_of(out["verify_run"])
+
+    tally = out["tally"].structuredContent
+    assert tally["winner"] == "A"
+    assert {s["label"]: s["score"] for s in tally["scores"]} == {"A": 5, "B": 3, "C": 1}
+    assert "winner: A" in text_of(out["tally"])
+
+    uris = {str(r.uri) for r in out["resources"]}
+    assert uris == {"rune://runs/r1", "rune://contract/council-result"}
+    assert [t.uriTemplate for t in out["templates"]] == ["rune://runs/{id}"]
+    (content,) = out["run"].contents
+    assert json.loads(content.text) == run_file(tmp_path, "r1")
+    (schema,) = out["contract"].contents
+    assert json.loads(schema.text)["$id"].startswith("rune-council/council-result/")
+    jsonschema.validate(run_file(tmp_path, "r1"), json.loads(schema.text))
+
+
+def test_a_host_cancelling_convene_cancels_the_council(tmp_path: Path) -> None:
+    pids = tmp_path / "pids.txt"
+    fakes(tmp_path, mode="sleep", sleep_s=120, pid_file=str(pids))
+    running: list[str] = []
+    three_running = asyncio.Event()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        running.append(message or "")
+        if sum(" running " in m for m in running) == 3:
+            three_running.set()
+
+    async def scenario() -> tuple[BaseException | None, types.CallToolResult]:
+        async with connect(tmp_path, "--yes") as session:
+            request_id = session._request_id  # the id the next request will carry
+            call = asyncio.ensure_future(
+                session.call_tool(
+                    "convene",
+                    {"question": QUESTION, "id": "c1", "timeout_s": 300},
+                    progress_callback=on_progress,
+                )
+            )
+            await asyncio.wait_for(three_running.wait(), 60)
+            for _ in range(200):  # and each voice process has started
+                if pids.exists() and len(pids.read_text().splitlines()) == 3:
+                    break
+                await asyncio.sleep(0.05)
+            await session.send_notification(
+                types.ClientNotification(
+                    types.CancelledNotification(
+                        params=types.CancelledNotificationParams(
+                            requestId=request_id, reason="the user pressed Esc"
+                        )
+                    )
+                )
+            )
+            outcome: BaseException | None = None
+            try:
+                await asyncio.wait_for(call, 30)
+            except Exception as exc:
+                outcome = exc
+            # The host has its answer at once; the server still serves, and its list says
+            # "cancelled" as soon as the council has stopped its voices.
+            for _ in range(100):
+                after = await session.call_tool("list_runs", {})
+                if after.structuredContent["runs"][0]["status"] != "running":
+                    break
+                await asyncio.sleep(0.1)
+            return outcome, after
+
+    outcome, after = run(scenario())
+    assert outcome is not None and "cancelled" in str(outcome).lower()
+    doc = run_file(tmp_path, "c1")
+    assert doc["status"] == "cancelled"
+    assert [r["status"] for r in after.structuredContent["runs"]] == ["cancelled"]
+    import psutil
+
+    children = [int(line.split()[1]) for line in pids.read_text().splitlines()]
+    assert len(children) == 3
+    assert not [p for p in children if psutil.pid_exists(p)], "a voice outlived the cancel"
+
+
+def test_without_standing_consent_the_council_is_subagent_only(tmp_path: Path) -> None:
+    argv_log = tmp_path / "argv.log"
+    fakes(tmp_path, argv_log=str(argv_log))
+    host = tmp_path / "host.py"
+    host.write_text(
+        "import sys, json\nsys.stdin.read()\n"
+        f"print(json.dumps({{'question_echo': {QUESTION!r}, 'stance': 'NO', 'claims': []}}))\n"
+    )
+    sub = f"python3 {host}"
+
+    async def scenario() -> tuple[types.CallToolResult, types.CallToolResult]:
+        async with connect(tmp_path, "--subagent-cmd", sub) as session:
+            raised = await session.call_tool(
+                "convene", {"question": QUESTION, "id": "x1", "allow_external": True}
+            )
+            plain = await session.call_tool("convene", {"question": QUESTION, "id": "s1"})
+            return raised, plain
+
+    raised, plain = run(scenario())
+    assert raised.isError
+    assert "allow_external: Extra inputs are not permitted" in text_of(raised)
+    assert "RequestError, CLI exit code 2" in text_of(raised)
+    assert not plain.isError, text_of(plain)
+    doc = run_file(tmp_path, "s1")
+    assert doc["runtime_report"]["consent"].startswith("not granted")
+    assert {v["source"] for v in doc["voices"]} == {"subagent"}
+    assert not argv_log.exists(), "an external CLI was dispatched without consent"
+    assert not (tmp_path / ".rune" / "council" / "run-x1.json").exists()
+
+
+def _elicitation(answers: list[bool], asked: list[str]) -> Any:
+    async def respond(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        allow = answers.pop(0)
+        return types.ElicitResult(action="accept", content={"allow": allow})
+
+    return respond
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_the_host_asks_the_user_once_per_connection(tmp_path: Path, allow: bool) -> None:
+    argv_log = tmp_path / "argv.log"
+    fakes(tmp_path, argv_log=str(argv_log))
+    asked: list[str] = []
+
+    async def scenario() -> None:
+        async with connect(tmp_path, elicitation=_elicitation([allow], asked)) as session:
+            for run_id in ("e1", "e2"):
+                out = await session.call_tool("convene", {"question": QUESTION, "id": run_id})
+                assert not out.isError, text_of(out)
+
+    run(scenario())
+    assert len(asked) == 1
+    assert "claude" in asked[0] and "codex" in asked[0] and "gemini" in asked[0]
+    for run_id in ("e1", "e2"):
+        doc = run_file(tmp_path, run_id)
+        used = doc["runtime_report"]["used"]
+        if allow:
+            assert (
+                doc["runtime_report"]["consent"] == "granted (by the user at the MCP host's prompt)"
+            )
+            assert set(used) == {"claude", "codex", "gemini"}
+        else:
+            assert doc["runtime_report"]["consent"] == (
+                "not granted (the user declined the MCP host's prompt)"
+            )
+            assert used == []
+    assert argv_log.exists() is allow
+
+
+def test_standing_consent_from_the_environment_needs_no_question(tmp_path: Path) -> None:
+    fakes(tmp_path)
+    asked: list[str] = []
+    from tests.mcp_client import server_env
+
+    env = server_env(tmp_path, RUNE_COUNCIL_ALLOW_EXTERNAL="1")
+
+    async def scenario() -> None:
+        async with connect(tmp_path, env=env, elicitation=_elicitation([], asked)) as session:
+            out = await session.call_tool("convene", {"question": QUESTION, "id": "k1", "n": 2})
+            assert not out.isError, text_of(out)
+
+    run(scenario())
+    assert asked == []
+    doc = run_file(tmp_path, "k1")
+    assert "RUNE_COUNCIL_ALLOW_EXTERNAL=1" in doc["runtime_report"]["consent"]
+    assert doc["voices_valid"] == 2
