@@ -14,6 +14,10 @@ Protocols and the paths that select them:
 
 Anything else gets a quick 404 (``HEAD /`` and ``GET /`` get a 200, since claude
 probes them), and every request is recorded in ``server.requests``.
+
+A test can script a turn that calls a tool instead of answering with text
+(``server.tool_calls[protocol]``, see ToolCall): that is how the tests drive a real CLI
+acting as an MCP host.
 """
 
 from __future__ import annotations
@@ -68,6 +72,18 @@ class RecordedRequest:
     """The decoded JSON body, kept only when the server was made with keep_bodies=True."""
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """A scripted model turn: ask the client to call tool ``name`` with ``arguments``."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str = field(default_factory=lambda: _new_id("toolu"))
+
+
+ToolScript = Callable[[Any], "ToolCall | None"]
+
+
 class RequestLog:
     """The requests a server has seen; safe to read while handler threads append."""
 
@@ -111,11 +127,15 @@ class ModelServer:
     ``answers[protocol]`` is the text (or a callable from prompt text to text) that
     protocol answers with; ``fail[protocol] = status`` makes that protocol's model
     calls answer that HTTP status with the vendor's error body instead.
+    ``tool_calls[protocol]`` is called with each model request's decoded body; when it
+    returns a ToolCall, that request is answered with a call of that tool instead of text
+    (anthropic only so far).
     """
 
     def __init__(self, *, keep_bodies: bool = False) -> None:
         self.answers: dict[str, Answer] = {}
         self.fail: dict[str, int] = {}
+        self.tool_calls: dict[str, ToolScript] = {}
         self.requests = RequestLog()
         self.keep_bodies = keep_bodies
         self._httpd: _Server | None = None
@@ -470,9 +490,14 @@ class _Handler(BaseHTTPRequestHandler):
         if self._failure(ANTHROPIC, **record):
             return
         self._record(ANTHROPIC, 200, **record)
-        answer = self.model_server.answer_for(ANTHROPIC, prompt)
         message_id = _new_id("msg")
         input_tokens = _token_count(json.dumps(body.get("messages", "")))
+        script = self.model_server.tool_calls.get(ANTHROPIC)
+        call = script(body) if script is not None else None
+        if call is not None:
+            self._anthropic_tool_use(call, message_id, model, stream, input_tokens)
+            return
+        answer = self.model_server.answer_for(ANTHROPIC, prompt)
         output_tokens = _token_count(answer)
         if not stream:
             self._send_json(
@@ -529,6 +554,68 @@ class _Handler(BaseHTTPRequestHandler):
                 "type": "message_delta",
                 "delta": {"stop_reason": "end_turn", "stop_sequence": None},
                 "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+            },
+            "message_delta",
+        )
+        self._sse({"type": "message_stop"}, "message_stop")
+        self._end_stream()
+
+    def _anthropic_tool_use(
+        self, call: ToolCall, message_id: str, model: str, stream: bool, input_tokens: int
+    ) -> None:
+        block = {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        usage = {"input_tokens": input_tokens, "output_tokens": 10}
+        if not stream:
+            self._send_json(
+                200,
+                {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [block],
+                    "stop_reason": "tool_use",
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            )
+            return
+        self._start_stream()
+        self._sse(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+                },
+            },
+            "message_start",
+        )
+        self._sse(
+            {"type": "content_block_start", "index": 0, "content_block": {**block, "input": {}}},
+            "content_block_start",
+        )
+        for piece in _chunks(json.dumps(call.arguments)):
+            self._sse(
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": piece},
+                },
+                "content_block_delta",
+            )
+        self._sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+        self._sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": usage,
             },
             "message_delta",
         )
