@@ -75,6 +75,9 @@ def test_claude_calls_convene_and_the_result_reaches_its_model(tmp_path: Path) -
         server.tool_calls[ANTHROPIC] = script
         server.answers[ANTHROPIC] = FINAL
         env = cli_environment(tmp_path, server)
+        # In print mode claude connects --mcp-config servers in the background and may ask
+        # its model before the tools are there; a user's scripted run would wait the same way.
+        env["MCP_CONNECTION_NONBLOCKING"] = "0"
         config = tmp_path / "mcp.json"
         config.write_text(
             json.dumps(
