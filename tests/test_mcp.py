@@ -9,17 +9,22 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import psutil
 import pytest
 from mcp import types
 
-from rune_council.contract import CouncilResult
+from rune_council.contract import CouncilResult, DeliberationOptions
 from tests.fakes.bin import install_fake
 from tests.helpers import PLAN, QUESTION, ROLLBACK, SHARDS, UNDO, answer, council_result_schema
-from tests.mcp_client import connect, text_of
+from tests.mcp_client import connect, server_env, text_of
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -72,8 +77,11 @@ def test_tools_carry_schemas_generated_from_the_contract(tmp_path: Path) -> None
     assert convene["required"] == ["question"]
     assert convene["properties"]["mode"]["enum"] == ["critique", "review", "judge", "generate"]
     assert convene["properties"]["n"]["minimum"] == 2 and convene["properties"]["n"]["maximum"] == 5
-    method = convene["properties"]["deliberation"]["anyOf"][0]["properties"]["method"]
-    assert {"enum": ["vote", "rank"], "type": "string"} in method["anyOf"]
+    # Deliberation options are the contract's own, field for field.
+    contract = DeliberationOptions.model_json_schema()
+    deliberation = convene["properties"]["deliberation"]["anyOf"][0]
+    assert set(deliberation["properties"]) == set(contract["properties"])
+    assert deliberation["properties"]["method"] == contract["properties"]["method"]
     # No way to ask for consent in a call: nothing in the schema names it.
     assert not any("allow" in key or key == "yes" for key in convene["properties"])
     assert tools["convene"].outputSchema == CouncilResult.model_json_schema(mode="serialization")
@@ -235,7 +243,6 @@ def test_a_host_cancelling_convene_cancels_the_council(tmp_path: Path) -> None:
     doc = run_file(tmp_path, "c1")
     assert doc["status"] == "cancelled"
     assert [r["status"] for r in after.structuredContent["runs"]] == ["cancelled"]
-    import psutil
 
     children = [int(line.split()[1]) for line in pids.read_text().splitlines()]
     assert len(children) == 3
@@ -315,8 +322,6 @@ def test_the_host_asks_the_user_once_per_connection(tmp_path: Path, allow: bool)
 def test_standing_consent_from_the_environment_needs_no_question(tmp_path: Path) -> None:
     fakes(tmp_path)
     asked: list[str] = []
-    from tests.mcp_client import server_env
-
     env = server_env(tmp_path, RUNE_COUNCIL_ALLOW_EXTERNAL="1")
 
     async def scenario() -> None:
@@ -329,3 +334,55 @@ def test_standing_consent_from_the_environment_needs_no_question(tmp_path: Path)
     doc = run_file(tmp_path, "k1")
     assert "RUNE_COUNCIL_ALLOW_EXTERNAL=1" in doc["runtime_report"]["consent"]
     assert doc["voices_valid"] == 2
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_host_that_quits_mid_council_leaves_no_voice_running(tmp_path: Path, signum: int) -> None:
+    """Hosts stop their servers with SIGINT or SIGTERM, stdin still open."""
+    pids = tmp_path / "pids.txt"
+    fakes(tmp_path, mode="sleep", sleep_s=120, pid_file=str(pids))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rune_council.cli", "council", "mcp", "--yes"],
+        cwd=tmp_path,
+        env=server_env(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }
+    for message in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "convene", "arguments": {"question": QUESTION, "id": "q1"}},
+        },
+    ):
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+    try:
+        for _ in range(400):
+            if pids.exists() and len(pids.read_text().splitlines()) == 3:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the voices never started")
+        started = time.monotonic()
+        proc.send_signal(signum)
+        code = proc.wait(timeout=20)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdin.close()
+    assert code == 128 + signum and took < 15
+    assert run_file(tmp_path, "q1")["status"] == "cancelled"
+    children = [int(line.split()[1]) for line in pids.read_text().splitlines()]
+    assert not [p for p in children if psutil.pid_exists(p)], "a voice outlived the server"

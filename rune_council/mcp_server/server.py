@@ -10,7 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
+import signal
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +52,9 @@ from .tools import (
 RUN_URI = "rune://runs/"
 CONTRACT_URI = "rune://contract/council-result"
 MAX_RUN_FILE_BYTES = 50_000_000
+# How long councils get to stop their voices and record "cancelled" when the server is told
+# to stop; the voices' own kill path takes well under a second.
+STOP_GRACE_S = 10.0
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 70
 INSTRUCTIONS = (
@@ -94,6 +100,8 @@ class CouncilServer:
         self.settings = settings
         self.where = RuneDir.resolve(settings.rune_dir)
         self.consent = ConnectionConsent(settings, self.where)
+        self._councils: set[asyncio.Future[CouncilResult]] = set()
+        self._stopping: asyncio.Future[None] | None = None
         self.server: Server[Any, Any] = Server(
             "rune-council", version=version("rune-council"), instructions=INSTRUCTIONS
         )
@@ -152,7 +160,7 @@ class CouncilServer:
             _record_consent(result, decision)
             reporter.on_event(result, event)
 
-        task = asyncio.ensure_future(
+        task: asyncio.Future[CouncilResult] = asyncio.ensure_future(
             aconvene(
                 request,
                 subagent=self._subagent(),
@@ -162,6 +170,8 @@ class CouncilServer:
                 allow_external=decision.allow,
             )
         )
+        self._councils.add(task)
+        task.add_done_callback(self._councils.discard)
         try:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -394,8 +404,26 @@ class CouncilServer:
     async def run_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
 
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self._on_signal, signum)
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
+
+    def _on_signal(self, signum: int) -> None:
+        self._stopping = asyncio.ensure_future(self._stop(signum))
+
+    async def _stop(self, signum: int) -> None:
+        """A host that quits signals its server: cancel the councils still running (their
+        voices are killed and their run files say ``cancelled``), then leave at once."""
+        for task in list(self._councils):
+            task.cancel()
+        if self._councils:
+            await asyncio.wait(self._councils, timeout=STOP_GRACE_S)
+        sys.stdout.flush()
+        # Not a normal exit: the SDK reads stdin on a worker thread that nothing can
+        # interrupt, so one would wait until the host closed the pipe.
+        os._exit(128 + signum)
 
 
 def _tool(spec: ToolSpec) -> types.Tool:
