@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -29,6 +28,8 @@ from pydantic import BaseModel, ValidationError
 from ..contract import CouncilResult
 from ..errors import CouncilError, RequestError, RunFileError
 from ..paths import RuneDir
+from ..safefile import read_capped
+from ..safetext import plain
 from .consent import ConnectionConsent, Decision
 from .progress import ProgressReporter
 from .settings import ServerSettings
@@ -62,14 +63,13 @@ INSTRUCTIONS = (
     "question. Call convene for a decision, critique or review that deserves a second "
     "opinion; read the decorrelation stamp first: only MULTI_FAMILY agreement is signal."
 )
-# C0 and C1 controls (not newline or tab): a host may print tool text on a terminal.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 ToolResult = tuple[str, BaseModel]
 
 
 def for_display(text: str) -> str:
-    return _CONTROLS.sub("\N{REPLACEMENT CHARACTER}", text)
+    # A host may print tool text on a terminal; the structured part keeps the raw text.
+    return plain(text)
 
 
 def _bad_args(exc: ValidationError) -> RequestError:
@@ -389,13 +389,12 @@ class CouncilServer:
         if path.is_symlink():
             raise RunFileError(f"{path} is a symlink; run files are read only as plain files")
         try:
-            with path.open("rb") as handle:
-                raw = handle.read(MAX_RUN_FILE_BYTES + 1)
+            raw, cut = read_capped(path, MAX_RUN_FILE_BYTES)
         except FileNotFoundError:
             raise RunFileError(f"no run file at {path}") from None
         except OSError as exc:
             raise RunFileError(f"cannot read {path}: {exc.strerror}") from None
-        if len(raw) > MAX_RUN_FILE_BYTES:
+        if cut:
             raise RunFileError(f"{path} is larger than {MAX_RUN_FILE_BYTES} bytes")
         return raw.decode("utf-8", errors="replace"), "application/json"
 
