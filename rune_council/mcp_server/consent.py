@@ -43,11 +43,11 @@ class ConnectionConsent:
     async def decide(self, session: ServerSession, request_id: types.RequestId) -> Decision:
         if self._settings.yes:
             return Decision(True, "granted (rune council mcp --yes)")
+        from ..config import load_config
         from ..consent import decide
-        from ..runtimes.assembly import config_sources
 
         env = self._settings.env
-        if decide(None, env, config_sources(self._where, env), self._where) is not None:
+        if decide(None, env, load_config(self._where, env), self._where) is not None:
             return Decision(None)
         if not _can_elicit(session):
             return Decision(None)

@@ -236,11 +236,11 @@ class CouncilServer:
         from ..config import load_config
         from ..runtimes.subagent import CommandRuntime
 
-        config = load_config(self.where)
-        command = self.settings.subagent_cmd or config.subagent_command
+        config = load_config(self.where, self.settings.env)
+        command = self.settings.subagent_cmd or config.subagent.command
         if not command:
             return None
-        family = self.settings.subagent_family or config.subagent_family or "unknown"
+        family = self.settings.subagent_family or config.subagent.family or "unknown"
         return CommandRuntime.from_command_line(command, model_family=family)
 
     async def _detect(self, args: DetectArgs) -> ToolResult:
