@@ -25,7 +25,7 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import McpError
 from pydantic import BaseModel, ValidationError
 
-from ..contract import CouncilResult
+from ..contract import CouncilResult, TallyReport
 from ..errors import CouncilError, RequestError, RunFileError
 from ..paths import RuneDir
 from ..safefile import read_capped
@@ -326,11 +326,10 @@ class CouncilServer:
         )
 
     async def _tally(self, args: TallyArgs) -> ToolResult:
-        from ..cli.tally_cmd import render_tally
         from ..deliberation.tally import tally_text
 
         report = tally_text(args.transcript)
-        return render_tally(report, "the transcript"), report
+        return _tally_summary(report), report
 
     # ------------------------------------------------------------------ resources
 
@@ -461,6 +460,24 @@ def _record_consent(result: CouncilResult, decision: Decision) -> None:
     # every later write of the run file carries it.
     if decision.recorded_as is not None:
         result.runtime_report.consent = decision.recorded_as
+
+
+def _tally_summary(report: TallyReport) -> str:
+    """The tally in a few lines for a host model; the structured part has every detail."""
+    lines = [f"valid: {'yes' if report.valid else f'no, {len(report.errors)} error(s)'}"]
+    if report.scores:
+        scores = ", ".join(f"{s.label} {s.score:g}" for s in report.scores)
+        lines.append(f"scores (Borda x conf): {scores}")
+    lines.append(f"winner: {report.winner or 'none (no ballot, a tie, or all blocked)'}")
+    consensus = report.consensus
+    if consensus.w is not None:
+        lines.append(f"consensus: W = {consensus.w:.4f} ({consensus.label})")
+    if report.dissenters:
+        lines.append(f"dissenting rankers: {', '.join(report.dissenters)}")
+    lines += [f"blocked {b.label}: {b.reason}" for b in report.blocked]
+    lines += [f"line {e.line}: {e.reason}" for e in report.errors]
+    lines += [f"dropped line {d.line}: {d.reason}" for d in report.dropped]
+    return "\n".join(lines)
 
 
 def _jsonable(value: Any) -> Any:
