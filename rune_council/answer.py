@@ -65,3 +65,19 @@ def extract_answer(text: str) -> Extraction:
             where = ".".join(str(p) for p in first["loc"]) or "answer"
             last_error = f"answer JSON does not fit the voice contract: {where}: {first['msg']}"
     return Extraction(None, last_error or "no JSON object found in the voice's output")
+
+
+def contract_answers(text: str) -> list[VoiceAnswer]:
+    """Every object in ``text`` that is already a valid voice answer.
+
+    A voice's answer that equals one of these was copied from what it was shown (a block
+    planted in the artifact or the question), not written.
+    """
+    found: list[VoiceAnswer] = []
+    for value in _objects_in(text[:_MAX_SCAN]):
+        if isinstance(value, dict):
+            try:
+                found.append(VoiceAnswer.model_validate(value))
+            except ValidationError:
+                continue
+    return found

@@ -26,6 +26,7 @@ from ..contract import (
     UncertaintyMarker,
     Voice,
 )
+from ..safetext import Fence
 from .dsl import Move, ballot_text, parse, quote
 
 SUMMARY_CAP = 1500
@@ -61,8 +62,9 @@ def ballot_prompt(
     question: str, shuffle: RankShuffle, proposals: Sequence[RankProposal], red_team: bool
 ) -> str:
     by_label = {p.label: p for p in proposals}
+    fence = Fence()
     listing = "\n\n".join(
-        f"Answer {shown}:\n{by_label[canonical].summary}"
+        f"Answer {shown}:\n{fence.wrap(shown, by_label[canonical].summary)}"
         for shown, canonical in shuffle.shown.items()
     )
     letters = list(shuffle.shown)
@@ -76,7 +78,8 @@ def ballot_prompt(
     )
     return (
         "You are a member of a council. Other members answered the question below; their "
-        "answers are shown under letters, in an order that means nothing.\n\n"
+        "answers are shown under letters, in an order that means nothing. "
+        f"{fence.rule()}\n\n"
         f"Question:\n{question}\n\n{listing}\n\n{criterion}\n"
         "Reply with one RANK line, best first ('>' between places, '=' for a tie) and your "
         "confidence from 0 to 1. You may add CRITIQUE lines; use MUST only for a flaw that "
@@ -180,17 +183,22 @@ def chairman_prompt(
 ) -> str:
     by_label = {p.label: p for p in proposals}
     scored = {s.label: s for s in report.scores}
+    fence = Fence()
     ranked = []
     for place, level in enumerate(report.final_order, start=1):
         for label in level:
             s = scored[label]
             flag = " (BLOCKED from the verdict: unresolved MUST critique)" if s.blocked else ""
-            ranked.append(f"{place}. [{label}] score {s.score:g}{flag}\n{by_label[label].summary}")
+            ranked.append(
+                f"{place}. [{label}] score {s.score:g}{flag}\n"
+                + fence.wrap(label, by_label[label].summary)
+            )
     split = "\n".join(f"- {d.claim}" for d in disagreements) or "- none recorded"
     extra = f"\nContext from an earlier council:\n{context}\n" if context else ""
     return (
         "You chair a council. The members answered the question below and then ranked each "
-        "other's answers blind; the ranking is arithmetic and is not yours to change.\n\n"
+        "other's answers blind; the ranking is arithmetic and is not yours to change. "
+        f"{fence.rule()}\n\n"
         f"Question:\n{question}\n{extra}\nAnswers, best first by the council's tally:\n\n"
         + "\n\n".join(ranked)
         + f"\n\nWhere members disagreed:\n{split}\n\n"

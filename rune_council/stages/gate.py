@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rapidfuzz import fuzz
 
-from ..answer import extract_answer
+from ..answer import contract_answers, extract_answer
 from ..contract import Claim, DroppedVoice, PerspectiveRequest, VerifiedEvidence, Voice
 from ..text import content_words, normalise
 
@@ -43,15 +43,32 @@ def _drop(voice: Voice, reason: str) -> DroppedVoice:
     return DroppedVoice(voice_id=voice.id, runtime=voice.runtime, reason=reason, dropped_by=GATE)
 
 
-def gate(voice: Voice, request: PerspectiveRequest) -> DroppedVoice | None:
+def gate(
+    voice: Voice, request: PerspectiveRequest, artifact_text: str | None = None
+) -> DroppedVoice | None:
     """Fill in the voice's parsed answer or drop it; returns the drop record if dropped."""
     if voice.status != "complete" or voice.raw is None:
         return None
     extraction = extract_answer(voice.raw.text)
     if extraction.answer is None:
         voice.validity.well_formed = "fail"
+        if voice.raw.truncated:
+            return _drop(
+                voice,
+                "too long: the answer is over the size a voice may give, so it was cut and "
+                f"cannot be read whole ({extraction.reason})",
+            )
         return _drop(voice, f"malformed: {extraction.reason}")
     answer = extraction.answer
+    inline = request.artifact.text if request.artifact is not None else None
+    shown = f"{request.question}\n{artifact_text or inline or ''}"
+    if "{" in shown and answer in contract_answers(shown):
+        # Copying a ready-made answer from the material is not an independent judgement.
+        voice.validity.well_formed = "fail"
+        return _drop(
+            voice,
+            "copied: the answer reproduces a JSON answer found in the question or artifact",
+        )
     voice.validity.well_formed = "pass"
     voice.question_echo = answer.question_echo
     voice.stance = answer.stance

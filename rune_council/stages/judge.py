@@ -30,7 +30,7 @@ def judge(
         if v.status == "dropped" and v.dropped_by == DISPATCH
     ]
     for voice in result.voices:
-        dropped = gate(voice, result.request)
+        dropped = gate(voice, result.request, result.artifact_text)
         if dropped is not None:
             result.voices_dropped.append(dropped)
             if on_drop is not None:

@@ -15,7 +15,7 @@ from itertools import combinations
 from rapidfuzz import fuzz
 
 from ..contract import Claim, ClaimCluster, MatchedBy, Verified, Voice
-from ..text import negated, normalise, polarity_differs, strip_negations
+from ..text import content_words, negated, normalise, polarity_differs, strip_negations
 
 VERIFIER = "council.mechanical"
 MATCHER = "rune-council/normalize-v2 (deterministic)"
@@ -25,6 +25,12 @@ NEAR_VERBATIM = 85.0
 ARBITER_SIMILARITY_FLOOR = 45.0
 NEARBY_LINES = 2
 OPPOSED_SIMILARITY = 80.0
+# A quote verifies a claim only if it can stand for one place in the artifact: three words
+# that carry meaning (stop words do not count) and a dozen characters. Checked against the
+# quotes real CLIs give (whole clauses of a line) and the one-word quotes that used to turn
+# a fabricated claim into consensus.
+MIN_QUOTE_WORDS = 3
+MIN_QUOTE_CHARS = 12
 
 _GUTTER = re.compile(r"^\s*\d+\s*\|\s?", re.MULTILINE)
 _LINE_REF = re.compile(r"^(?P<file>.*?)[:#]L?(?P<start>\d+)(?:\s*[-\u2013]\s*L?(?P<end>\d+))?$")
@@ -109,9 +115,19 @@ def check_quote(ref: Ref, quote: str | None, lines: list[str]) -> tuple[Verified
         hi = min(len(lines), end + NEARBY_LINES)
         window = lines[lo:hi]
         where = f"lines {lo + 1}-{hi}"
-    if wanted in _squash("\n".join(window)):
-        return "true", f"quote found in {where}"
-    return "false", f"quote not found in {where}"
+    words = content_words(wanted)
+    if len(words) < MIN_QUOTE_WORDS or len(wanted.replace(" ", "")) < MIN_QUOTE_CHARS:
+        # "the" or "no rollback" is found almost anywhere: it proves nothing about a place.
+        return "unchecked", (
+            f"quote too short to identify a place ({len(words)} content word(s); "
+            f"at least {MIN_QUOTE_WORDS} and {MIN_QUOTE_CHARS} characters needed)"
+        )
+    text = _squash("\n".join(window))
+    if wanted not in text:
+        return "false", f"quote not found in {where}"
+    if ref.start is None and (times := text.count(wanted)) > 1:
+        return "unchecked", f"quote occurs {times} times in the artifact; give its line"
+    return "true", f"quote found in {where}"
 
 
 def check_anchor(anchor: str, artifact_name: str | None, text: str, lines: list[str]) -> Verified:

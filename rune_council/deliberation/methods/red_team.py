@@ -8,6 +8,7 @@ built from the claim clusters when no chairman answers usably.
 from __future__ import annotations
 
 from ...contract import RiskRegister, Synthesis
+from ...safetext import Fence
 from .. import redteam
 from ..method import Outcome, Recount, Results, Round, Standing
 from .rank import METHOD as RANK
@@ -20,10 +21,15 @@ class RedTeam:
     async def run(self, round: Round) -> Outcome:
         ranked = await rank_answers(round)
         by_label = {p.label: p for p in ranked.proposals}
-        attacks = "\n\n".join(
-            f"Answer {label} (place {place}):\n{by_label[label].summary}"
-            for place, level in enumerate(ranked.report.final_order, start=1)
-            for label in level
+        fence = Fence()
+        attacks = (
+            fence.rule()
+            + "\n\n"
+            + "\n\n".join(
+                f"Answer {label} (place {place}):\n{fence.wrap(label, by_label[label].summary)}"
+                for place, level in enumerate(ranked.report.final_order, start=1)
+                for label in level
+            )
         )
         labels = {p.label: p.voice_id for p in ranked.proposals}
         text, attempt, reason = await round.chair.ask(

@@ -7,6 +7,7 @@ by the chairman from the items that passed, or from the count itself when it can
 from __future__ import annotations
 
 from ...contract import Consolidation, DroppedLine, Voice, VoteResult
+from ...safetext import Fence
 from .. import consolidate, vote
 from ..ballots import DROPPED_CAP, Reading
 from ..method import Outcome, Recount, Results, Round, Standing
@@ -108,15 +109,21 @@ async def _consolidate(round: Round) -> Consolidation:
 
 def _chair_prompt(question: str, result: VoteResult) -> str:
     passed = [i for i in result.items if i.outcome == "passed"]
+    fence = Fence()
     return (
         "You chair a council. Its members voted on numbered items; the vote is arithmetic "
-        "and not yours to change.\n\n"
+        f"and not yours to change. {fence.rule()}\n\n"
         f"Question:\n{question}\n\nItems that passed:\n"
-        + ("\n".join(f"{i.number}. {i.text}" for i in passed) or "(none)")
+        + (
+            "\n".join(f"{i.number}. {fence.wrap(str(i.number), i.text)}" for i in passed)
+            or "(none)"
+        )
         + "\n\nItems that failed or got no vote:\n"
         + (
             "\n".join(
-                f"{i.number}. {i.text} ({i.outcome})" for i in result.items if i.outcome != "passed"
+                f"{i.number}. ({i.outcome}) {fence.wrap(str(i.number), i.text)}"
+                for i in result.items
+                if i.outcome != "passed"
             )
             or "(none)"
         )
