@@ -408,11 +408,27 @@ class RuntimeReport(_Strict):
     )
 
 
+class VoiceProcess(_Strict):
+    pid: int
+    started: float = Field(
+        description="The process's start time (Unix seconds): a pid reused by another "
+        "process has a different one."
+    )
+
+
 class Orchestrator(_Strict):
     pid: int
     host: str
     started_at: str
     heartbeat_at: str
+    voice_marker: str | None = Field(
+        default=None,
+        description="Value of RUNE_COUNCIL_VOICE (plus '.<n>') in every voice process's "
+        "environment; a later command kills what an abandoned run left running.",
+    )
+    voice_processes: list[VoiceProcess] = Field(
+        default_factory=list, description="Voice processes running at the last write."
+    )
 
 
 class RunEvent(_Strict):

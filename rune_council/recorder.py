@@ -17,6 +17,7 @@ from typing import Any
 
 from .contract import CouncilResult
 from .errors import RunFileError
+from .safetext import mask_url_credentials
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
@@ -54,7 +55,9 @@ class RunRecorder:
         self._lock = threading.Lock()
 
     def write(self, result: CouncilResult) -> None:
-        payload = result.model_dump_json(indent=2).encode("utf-8") + b"\n"
+        # A last net under every redaction upstream: no URL credential reaches the file.
+        text = mask_url_credentials(result.model_dump_json(indent=2))
+        payload = text.encode("utf-8") + b"\n"
         with self._lock:
             atomic_write_bytes(self.path, payload)
             self.writes += 1

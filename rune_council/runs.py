@@ -124,6 +124,19 @@ def _process_state(pid: int, started_at: str) -> tuple[bool, str]:
     return True, f"process {pid} is running"
 
 
+def _reap_leftovers(orch: Orchestrator) -> str:
+    """Kill what a dead council's voices left running; a note for the detail, if any."""
+    from .runtimes import lineage
+
+    killed = lineage.kill_recorded([(p.pid, p.started) for p in orch.voice_processes])
+    if orch.voice_marker:
+        began = parse_time(orch.started_at)
+        killed += lineage.kill_marked(
+            orch.voice_marker, not_before=began.timestamp() if began else None
+        )
+    return f"; {killed} voice process(es) it left running were killed" if killed else ""
+
+
 def liveness(
     result: CouncilResult,
     *,
@@ -141,6 +154,8 @@ def liveness(
     here = host or socket.gethostname()
     if orch.host == here:
         alive, why = _process_state(orch.pid, orch.started_at)
+        if not alive:
+            why += _reap_leftovers(orch)
         return Liveness("alive" if alive else "gone", f"{why} on {orch.host}", age)
     if age is not None and age > REMOTE_STALE_AFTER_S:
         return Liveness(

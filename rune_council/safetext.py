@@ -13,7 +13,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 
-__all__ = ["Fence", "markup", "plain"]
+__all__ = ["URL_USERINFO", "Fence", "markup", "mask_url_credentials", "plain"]
 
 # Escape sequences first (so their printable tails go with them), then every remaining
 # control character except newline and tab.
@@ -37,9 +37,19 @@ _BRACKET = re.compile(r"(\\*)\[")
 _TAG_BODY = re.compile(r"[a-z#/@][^[]*?]")
 
 
+# scheme://userinfo@ -- the userinfo (user, or user:password) is group 2.
+URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@?#\"']+)@")
+
+
+def mask_url_credentials(text: str) -> str:
+    """``http://user:password@host`` becomes ``http://[redacted]@host``, wherever it is."""
+    return URL_USERINFO.sub(r"\1[redacted]@", text)
+
+
 def plain(text: str) -> str:
-    """``text`` without escape sequences or control characters (newlines and tabs kept)."""
-    return _CONTROLS.sub("", _SEQUENCES.sub("", text))
+    """``text`` without escape sequences, control characters (newlines and tabs kept) or
+    credentials inside URLs."""
+    return mask_url_credentials(_CONTROLS.sub("", _SEQUENCES.sub("", text)))
 
 
 def markup(text: str) -> str:

@@ -170,3 +170,70 @@ def test_voices_die_with_a_sigkilled_council_and_a_later_sweep_finds_the_rest(
         if council.poll() is None:
             council.kill()
         lineage.kill_marked(marker)
+
+
+def _abandoned_run(tmp_path: Path, marker: str, voice: subprocess.Popen[bytes]) -> Path:
+    """A run file whose council died without a word, with its voice still running."""
+    import datetime as dt
+    import json
+    import socket
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    example = next((ROOT / ".rune-example" / "council").glob("run-*.json"))
+    doc = json.loads(example.read_text())
+    started = (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=5)).isoformat()
+    doc.update(id="gone", status="running", started_at=started, finished_at=None)
+    doc["orchestrator"] = {
+        "pid": dead.pid,
+        "host": socket.gethostname(),
+        "started_at": started,
+        "heartbeat_at": started,
+        "voice_marker": marker,
+        "voice_processes": [{"pid": voice.pid, "started": psutil.Process(voice.pid).create_time()}],
+    }
+    path = tmp_path / "council" / "run-gone.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_the_next_command_kills_what_an_abandoned_run_left_running(tmp_path: Path) -> None:
+    from rune_council.runs import summarise
+
+    marker = lineage.new_run_marker()
+    env = {**os.environ, lineage.MARKER_VAR: f"{marker}.1"}
+    # The recorded voice, and a helper that detached from it but kept the marker.
+    voice = subprocess.Popen(["sleep", "600"], env=env)
+    helper = subprocess.Popen(["sleep", "600"], env=env, start_new_session=True)
+    bystander = subprocess.Popen(["sleep", "600"])  # same user, not the run's
+    try:
+        path = _abandoned_run(tmp_path, marker, voice)
+        row = summarise(path)
+        assert row.status == "abandoned"
+        assert voice.wait(5) == -signal.SIGKILL
+        assert helper.wait(5) == -signal.SIGKILL
+        assert bystander.poll() is None
+        assert lineage.marked_processes(f"{marker}.", prefix=True) == []
+    finally:
+        for proc in (voice, helper, bystander):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_a_reused_pid_is_not_killed(tmp_path: Path) -> None:
+    from rune_council.runs import summarise
+
+    stranger = subprocess.Popen(["sleep", "600"])  # no marker, start time will not match
+    try:
+        path = _abandoned_run(tmp_path, lineage.new_run_marker(), stranger)
+        doc = __import__("json").loads(path.read_text())
+        doc["orchestrator"]["voice_processes"][0]["started"] -= 3600
+        path.write_text(__import__("json").dumps(doc))
+        assert summarise(path).status == "abandoned"
+        time.sleep(0.2)
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
+from ..safetext import URL_USERINFO, mask_url_credentials
 
 # What any child process may inherit: locale, proxies, certificates and the user's own
 # config roots. Keys and tokens are never in this list; each adapter adds its own.
@@ -123,8 +124,17 @@ class EnvPolicy:
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
-    """Values that must never be written anywhere: anything named like a credential."""
+    """Values that must never be written anywhere: anything named like a credential, and
+    the user information of any URL a variable holds (``HTTPS_PROXY=http://u:PASS@host``)."""
     values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LEN}
+    for value in env.values():
+        for match in URL_USERINFO.finditer(value):
+            # The password, as written and decoded; a user name is not secret, and a short
+            # password is still masked wherever it appears inside a URL (see redact).
+            _user, _, password = match.group(2).partition(":")
+            for form in (password, _unquoted(password)):
+                if len(form) >= _MIN_SECRET_LEN:
+                    values.add(form)
     return sorted(values, key=len, reverse=True)
 
 
@@ -132,7 +142,14 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for value in secrets:
         if value and value in text:
             text = text.replace(value, "[redacted]")
-    return text
+    # Credentials inside any URL, whoever printed it and whatever variable it came from.
+    return mask_url_credentials(text)
+
+
+def _unquoted(userinfo: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(userinfo)
 
 
 def current_env() -> dict[str, str]:

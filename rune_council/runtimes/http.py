@@ -445,11 +445,13 @@ class HttpRuntime:
         tried: set[str] = set()
         if pool is not None:
             pool.hold(current.model)
+        # The timeout is the slot's whole budget: failover gets what the failed tries left.
+        deadline = time.monotonic() + timeout_s
         while True:
             result = await self.client.chat(
                 current.model,
                 prompt,
-                timeout_s=timeout_s,
+                timeout_s=max(deadline - time.monotonic(), 0.001),
                 max_output_bytes=max_output_bytes,
                 stream=self.stream,
                 max_tokens=self.max_tokens,
@@ -487,7 +489,12 @@ class HttpRuntime:
             nxt: ModelChoice | None = None
             if pool is not None:
                 pool.release(current.model)
-                if pool.failover and not result.endpoint_wide and len(attempts) < pool.max_attempts:
+                if (
+                    pool.failover
+                    and not result.endpoint_wide
+                    and len(attempts) < pool.max_attempts
+                    and time.monotonic() < deadline
+                ):
                     nxt = pool.replacement(tried)
             if nxt is None:
                 summary = "; ".join(f"{a.model}: {a.outcome}: {a.detail}" for a in attempts)

@@ -36,11 +36,15 @@ __all__ = [
     "current_run_marker",
     "ensure_subreaper",
     "kill_marked",
+    "kill_recorded",
+    "live_voices",
     "marked_processes",
     "new_run_marker",
     "next_voice_marker",
     "reap_adopted",
     "run_marker",
+    "track",
+    "untrack",
 ]
 
 MARKER_VAR = "RUNE_COUNCIL_VOICE"
@@ -58,6 +62,50 @@ _subreaper: bool | None = None
 # Pids started directly by run_process: asyncio waits for these itself, so they are never
 # reaped here.
 spawned_roots: set[int] = set()
+# Voice processes alive now, by run marker: (pid, start time) for the run file.
+_live: dict[str, dict[int, float]] = {}
+_live_lock = threading.Lock()
+
+
+def track(voice_marker: str, pid: int) -> None:
+    run = voice_marker.rsplit(".", 1)[0]
+    try:
+        started = psutil.Process(pid).create_time()
+    except psutil.Error:
+        return
+    with _live_lock:
+        _live.setdefault(run, {})[pid] = started
+
+
+def untrack(voice_marker: str, pid: int) -> None:
+    run = voice_marker.rsplit(".", 1)[0]
+    with _live_lock:
+        procs = _live.get(run)
+        if procs is not None:
+            procs.pop(pid, None)
+            if not procs:
+                del _live[run]
+
+
+def live_voices(run: str) -> list[tuple[int, float]]:
+    """(pid, start time) of the voice processes of run ``run`` that are running now."""
+    with _live_lock:
+        return sorted(_live.get(run, {}).items())
+
+
+def kill_recorded(processes: list[tuple[int, float]]) -> int:
+    """SIGKILL each (pid, start time) that still names the same process; how many."""
+    count = 0
+    for pid, started in processes:
+        try:
+            proc = psutil.Process(pid)
+            if abs(proc.create_time() - started) > 1.0:
+                continue  # the pid now belongs to someone else
+            proc.kill()
+            count += 1
+        except psutil.Error:
+            continue
+    return count
 
 
 def new_run_marker() -> str:

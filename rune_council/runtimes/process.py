@@ -278,6 +278,7 @@ class _Run:
                     preexec_fn=lineage.child_setup(),
                 )
                 lineage.spawned_roots.add(proc.pid)
+                lineage.track(self.marker, proc.pid)
             finally:
                 for fd in (in_r, out_w, err_w):
                     os.close(fd)
@@ -350,6 +351,7 @@ class _Run:
             for f in loose_files:
                 f.close()
             lineage.spawned_roots.discard(proc.pid)
+            lineage.untrack(self.marker, proc.pid)
 
     async def _supervise(
         self,

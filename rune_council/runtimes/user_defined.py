@@ -32,6 +32,7 @@ from typing import Any
 
 from ..config import NO_ARGUMENT, CouncilConfig, RuntimeSpec
 from ..errors import RuntimeConfigError
+from ..userregex import UserRegex, UserRegexTimeout
 from .adapters import ADAPTERS, PROMPT_FILE, CliAdapter
 from .base import EnvPolicy
 from .parsers import Parsed, json_objects, parse_plain_text, tail
@@ -55,10 +56,17 @@ def _lookup(doc: Any, path: str) -> Any:
 
 
 def _parser(name: str, spec: RuntimeSpec) -> Callable[[str, str], Parsed]:
-    error_re = re.compile(spec.error_regex, re.MULTILINE) if spec.error_regex else None
-    answer_re = re.compile(spec.answer_regex) if spec.answer_regex else None
+    # The user's patterns meet hostile output: every search is time-bounded (userregex).
+    error_re = UserRegex(spec.error_regex, re.MULTILINE) if spec.error_regex else None
+    answer_re = UserRegex(spec.answer_regex) if spec.answer_regex else None
 
     def parse(stdout: str, stderr: str) -> Parsed:
+        try:
+            return _parse(stdout, stderr)
+        except UserRegexTimeout as exc:
+            return Parsed(None, f"{name}: a configured regex gave up: {exc}")
+
+    def _parse(stdout: str, stderr: str) -> Parsed:
         if error_re is not None and (error_re.search(stdout) or error_re.search(stderr)):
             return Parsed(None, f"{name} reported an error: {tail(stdout or stderr)}")
         if spec.output == "text":
