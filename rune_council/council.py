@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from . import runlock
 from .config import CouncilConfig, load_config
 from .contract import (
     CouncilResult,
@@ -29,13 +30,16 @@ from .contract import (
     RunEvent,
     RuntimeReport,
     Voice,
+    VoiceProcess,
 )
 from .errors import NotImplementedModeError, RequestError
 from .paths import RuneDir
 from .recorder import RunRecorder
+from .runtimes import lineage
 from .runtimes.assembly import assemble_clis
 from .runtimes.base import Runtime
 from .runtimes.subagent import FunctionRuntime, SubagentFn
+from .safefile import read_capped
 from .stages.allocate import Candidate, SlotPrompts, allocate
 from .stages.dispatch import dispatch
 from .stages.judge import judge
@@ -90,7 +94,8 @@ def read_artifact(request: PerspectiveRequest) -> tuple[str | None, str | None]:
     assert artifact.path is not None
     path = Path(artifact.path)
     try:
-        raw = path.read_bytes()[:ARTIFACT_READ_CAP]
+        # A FIFO, a device or a huge sparse file is refused or capped before it is read.
+        raw, _cut = read_capped(path, ARTIFACT_READ_CAP)
     except OSError as exc:
         raise RequestError(f"cannot read artifact {artifact.path}: {exc.strerror}") from exc
     name = path.name if artifact.name == "artifact" else artifact.name
@@ -124,8 +129,14 @@ class _Run:
             self.on_event(self.result, event)
 
     def write(self) -> None:
-        if self.result.orchestrator is not None:
-            self.result.orchestrator.heartbeat_at = now()
+        orch = self.result.orchestrator
+        if orch is not None:
+            orch.heartbeat_at = now()
+            if orch.voice_marker is not None:
+                orch.voice_processes = [
+                    VoiceProcess(pid=pid, started=started)
+                    for pid, started in lineage.live_voices(orch.voice_marker)
+                ]
         self.recorder.write(self.result)
 
 
@@ -156,6 +167,26 @@ def _as_subagent(
 
 
 async def aconvene(
+    request: PerspectiveRequest | Mapping[str, Any], **options: Any
+) -> CouncilResult:
+    """Convene a council (options as for ``_aconvene`` below) holding its run id.
+
+    The id is claimed for the whole run before anything is written: a second council with
+    the same id fails at once (RunIdError) and touches nothing. Every voice it starts is
+    marked as this run's, so whatever outlives an abandoned run can be found and killed.
+    """
+    req = parse_request(request)
+    if req.mode == "generate":
+        raise NotImplementedModeError(
+            "NOT_IMPLEMENTED: mode 'generate' is declared by the contract but not served; "
+            "use critique, review or judge"
+        )
+    path = RuneDir.resolve(options.get("rune_dir")).run_file(req.id)
+    with runlock.claim(path), lineage.run_marker(lineage.new_run_marker()):
+        return await _aconvene(req, **options)
+
+
+async def _aconvene(
     request: PerspectiveRequest | Mapping[str, Any],
     *,
     subagent: SubagentFn | Runtime | None = None,
@@ -186,11 +217,6 @@ async def aconvene(
     ``config`` is the settings of ``council.toml`` (default: ``load_config`` reads them once).
     """
     req = parse_request(request)
-    if req.mode == "generate":
-        raise NotImplementedModeError(
-            "NOT_IMPLEMENTED: mode 'generate' is declared by the contract but not served; "
-            "use critique, review or judge"
-        )
     artifact_name, artifact_text = read_artifact(req)
     where = RuneDir.resolve(rune_dir)
     run_path = where.run_file(req.id)
@@ -270,7 +296,11 @@ async def aconvene(
         request=req,
         artifact_text=artifact_text,
         orchestrator=Orchestrator(
-            pid=os.getpid(), host=socket.gethostname(), started_at=started, heartbeat_at=started
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            started_at=started,
+            heartbeat_at=started,
+            voice_marker=lineage.current_run_marker(),
         ),
         started_at=started,
         run_file=str(run_path),

@@ -127,6 +127,7 @@ def _process_state(pid: int, started_at: str) -> tuple[bool, str]:
 def _reap_leftovers(orch: Orchestrator) -> str:
     """Kill what a dead council's voices left running; a note for the detail, if any."""
     from .runtimes import lineage
+    from .runtimes.process import remove_leftover_dirs
 
     killed = lineage.kill_recorded([(p.pid, p.started) for p in orch.voice_processes])
     if orch.voice_marker:
@@ -134,6 +135,7 @@ def _reap_leftovers(orch: Orchestrator) -> str:
         killed += lineage.kill_marked(
             orch.voice_marker, not_before=began.timestamp() if began else None
         )
+        remove_leftover_dirs(orch.voice_marker)
     return f"; {killed} voice process(es) it left running were killed" if killed else ""
 
 

@@ -61,9 +61,13 @@ def council_errors(cancellable: bool = False) -> Iterator[None]:
 
     try:
         yield
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if not cancellable:
             raise
-        raise fail("cancelled; the run file records what had completed", EXIT_CANCELLED) from None
+        from .signals import exit_code_for
+
+        code = exit_code_for(exc)
+        why = f" by {exc}" if code != EXIT_CANCELLED else ""
+        raise fail(f"cancelled{why}; the run file records what had completed", code) from None
     except CouncilError as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from None

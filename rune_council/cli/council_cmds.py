@@ -114,11 +114,12 @@ def run_command(
     from ..runtimes.subagent import CommandRuntime
     from .consent_prompt import external_consent
     from .live import progress
+    from .signals import terminating_signals
 
     where = RuneDir.resolve(rune_dir)
     if question == "-":
         question = sys.stdin.read().strip()
-    with council_errors(cancellable=True):
+    with council_errors(cancellable=True), terminating_signals():
         config = load_config(where)
         command = subagent_cmd or config.subagent.command
         family = subagent_family or config.subagent.family or "unknown"

@@ -45,6 +45,7 @@ def demo_command(
     from ..paths import RuneDir
     from .live import progress
     from .runs_cmds import report
+    from .signals import terminating_signals
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():  # a bad --id
@@ -55,7 +56,11 @@ def demo_command(
             f"{request.question}",
             err=True,
         )
-    with council_errors(cancellable=True), progress(enabled=not as_json) as on_event:
+    with (
+        council_errors(cancellable=True),
+        terminating_signals(),
+        progress(enabled=not as_json) as on_event,
+    ):
         result = convene(
             request, runtimes=demo_runtimes(pace), rune_dir=where.root, on_event=on_event
         )

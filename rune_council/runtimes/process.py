@@ -30,7 +30,7 @@ import psutil
 
 from . import lineage
 
-__all__ = ["Outcome", "ProcessResult", "run_process"]
+__all__ = ["Outcome", "ProcessResult", "remove_leftover_dirs", "run_process"]
 
 # After a timeout nobody waits for the voice's answer any more, so there is nothing for it to
 # finish cleanly: a CLI that honours SIGTERM exits in milliseconds, and one that ignores it
@@ -102,13 +102,15 @@ async def run_process(
 
     started = time.monotonic()
     scratch: str | None = None
+    marker = lineage.next_voice_marker()
     try:
         if cwd is None:
             try:
-                scratch = tempfile.mkdtemp(prefix="rune-council-")  # mode 0o700
+                # Named after the voice, so a later command can remove what a killed council
+                # left (remove_leftover_dirs).
+                scratch = tempfile.mkdtemp(prefix=f"rune-council-{marker}-")  # mode 0o700
             except OSError as exc:
                 return _not_started(started, f"could not create a working directory: {exc}")
-        marker = lineage.next_voice_marker()
         run = _Run(
             argv=list(argv),
             stdin=stdin,
@@ -565,3 +567,17 @@ def _remove_tree(path: str) -> None:
                 with contextlib.suppress(OSError):
                     os.chmod(sub, 0o700)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_leftover_dirs(run: str) -> int:
+    """Remove the working directories voices of run ``run`` had when their council was
+    killed before it could; how many were removed."""
+    import glob
+
+    base = tempfile.gettempdir()
+    removed = 0
+    for path in glob.glob(os.path.join(glob.escape(base), f"rune-council-{glob.escape(run)}.*")):
+        if os.path.isdir(path) and not os.path.islink(path):
+            _remove_tree(path)
+            removed += 1
+    return removed

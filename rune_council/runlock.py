@@ -1,0 +1,47 @@
+"""One run id, one writer: a council holds an exclusive lock on its id for the whole run.
+
+Checking that ``run-<id>.json`` does not exist and then writing it leaves a window in which
+two councils started with the same id both pass the check and then overwrite each other.
+The lock closes it: ``flock`` on ``.run-<id>.lock`` beside the run file is taken without
+waiting before anything is written, held until the run ends, and released by the kernel
+if the process dies, so a crashed council never leaves its id locked. The lock file itself
+stays (removing it would let a third council lock a file the second already opened).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import RunIdError
+
+__all__ = ["claim"]
+
+
+@contextlib.contextmanager
+def claim(run_file: Path) -> Iterator[None]:
+    """Hold ``run_file``'s id for the block; ``RunIdError`` at once if another holds it."""
+    lock_path = run_file.with_name(f".{run_file.stem}.lock")
+    try:
+        run_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError as exc:
+        raise RunIdError(f"cannot lock run id at {lock_path}: {exc.strerror}") from None
+    try:
+        try:
+            import fcntl
+        except ImportError:  # no flock on this platform: the exists check is all there is
+            fcntl = None  # type: ignore[assignment]
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RunIdError(
+                    f"run id {run_file.stem.removeprefix('run-')!r} is in use by another "
+                    "council right now; pick another id"
+                ) from None
+        yield
+    finally:
+        os.close(fd)
