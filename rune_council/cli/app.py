@@ -50,7 +50,10 @@ app.add_typer(council_app, name="council")
 
 def fail(message: str, code: int) -> typer.Exit:
     """Print one clear line to stderr and hand back the exit to raise."""
-    typer.echo(f"rune council: {message}", err=True)
+    from ..safetext import plain
+
+    # Messages quote file names, run files and voice output: shown as text, never escapes.
+    typer.echo(f"rune council: {plain(message)}", err=True)
     return typer.Exit(code)
 
 

@@ -201,6 +201,7 @@ def detect_command(
     from ..config import load_config
     from ..paths import RuneDir
     from ..runtimes.assembly import detect_configured
+    from ..safetext import plain
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():
@@ -218,13 +219,16 @@ def detect_command(
     for d in report.detected:
         version = d.version or "-"
         where_ = d.path or d.detail
+        # Version strings and details are what the CLIs printed: text, never escapes.
         typer.echo(
-            f"  {d.runtime:<8} {d.status:<11} {d.model_family:<10} {d.family_confidence:<9} "
-            f"{version:<12} {where_}"
+            plain(
+                f"  {d.runtime:<8} {d.status:<11} {d.model_family:<10} {d.family_confidence:<9} "
+                f"{version:<12} {where_}"
+            )
         )
         if d.path and d.detail:
             # Why a CLI is ineligible, or where a wrapper's family came from.
-            typer.echo(f"      {d.detail}")
+            typer.echo(plain(f"      {d.detail}"))
     if report.login_shell:
         typer.echo(f"login-shell PATH from {report.login_shell}: {len(report.login_path)} entries")
     if not any(d.status == "available" for d in report.detected):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..safetext import plain
 from .app import (
     EXIT_BAD_INPUT,
     EXIT_CANCELLED,
@@ -175,7 +176,8 @@ def watch_command(
     path = _locate(run, rune_dir)
 
     def emit(record: dict[str, Any], line: str) -> None:
-        typer.echo(json.dumps(record) if as_json else line)
+        # Questions, runtimes and details come from voices: text on a terminal, never escapes.
+        typer.echo(json.dumps(record) if as_json else plain(line))
 
     try:
         for update in follow(path, wait_s=wait):
@@ -331,8 +333,10 @@ def list_command(
         if r.problem:
             question = r.problem
         typer.echo(
-            f"{r.run_id:<{width}}  {r.status:<10} {r.decorrelation or '-':<16} {voices:>6} "
-            f"{_duration(r.duration_s):>8}  {question}"
+            plain(
+                f"{r.run_id:<{width}}  {r.status:<10} {r.decorrelation or '-':<16} {voices:>6} "
+                f"{_duration(r.duration_s):>8}  {question}"
+            )
         )
 
 
