@@ -269,3 +269,69 @@ def test_nested_model_list_and_answer_from_a_live_endpoint(
     result = asyncio.run(chat())
     assert result.outcome == "malformed"
     assert "nests deeper" in result.detail
+
+
+# --- the commands that read files: hostile files never reach the internal-error exit ---------
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from rune_council.cli.app import app
+
+    result = CliRunner().invoke(app, ["council", *args])
+    # An unexpected exception is what ``rune`` turns into exit 70; none may escape.
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    return result.exit_code, result.output
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blobs)
+def test_commands_reading_hostile_files_exit_cleanly(tmp_path_factory: Any, data: bytes) -> None:
+    rune = tmp_path_factory.mktemp("rune")
+    council = rune / "council"
+    council.mkdir()
+    path = council / "run-fuzz.json"
+    path.write_bytes(data)
+    for args in (
+        ["show", str(path)],
+        ["verify", str(path)],
+        ["tally", str(path)],
+        ["list", "--rune-dir", str(rune)],
+    ):
+        code, output = _invoke(*args)
+        assert code != 70, (args, output)
+        for seq in ("\x1b]", "\x1b[2J", "\x9b"):
+            assert seq not in output, (args, seq)
+
+
+def test_tally_and_show_refuse_a_fifo_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "run-fifo.json"
+    os.mkfifo(fifo)
+    for args in (["tally", str(fifo)], ["show", str(fifo)]):
+        code, output = _invoke(*args)
+        assert code == 2, (args, output)
+        assert "not a regular file" in output
+
+
+@FUZZ
+@given(escape_laden | st.text(max_size=200))
+def test_renderers_print_hostile_fields_as_text(text: str) -> None:
+    from rune_council.contract import CouncilResult
+    from rune_council.deliberation.render import render_deliberation
+    from rune_council.render import render
+
+    for path in sorted((ROOT / ".rune-example" / "council").glob("run-*.json"))[:2]:
+        result = CouncilResult.model_validate_json(path.read_text())
+        result.question = text
+        result.notes.append(text)
+        for voice in result.voices:
+            voice.stance = text
+            voice.runtime = text
+            voice.drop_reason = text
+            for c in voice.claims:
+                c.text = text
+        shown = render(result) + render_deliberation(result)
+        assert not any((ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in shown)

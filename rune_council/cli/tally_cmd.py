@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .. import safejson
+from ..safefile import read_capped
+from ..safetext import plain
 from .app import EXIT_BAD_INPUT, council_app, fail
 
 if TYPE_CHECKING:
@@ -22,7 +25,7 @@ def _transcript_from(raw: str) -> str:
     """A transcript as given, or the rank-stage transcript kept in a run file."""
     if raw.lstrip().startswith("{"):
         try:
-            data = json.loads(raw)
+            data = safejson.loads(raw, what="the run file")
         except json.JSONDecodeError:
             return raw
         rank = (data.get("deliberation") or {}).get("rank") if isinstance(data, dict) else None
@@ -113,13 +116,12 @@ def tally_command(
         raw = sys.stdin.read(MAX_TRANSCRIPT_BYTES)
         source = "stdin"
     else:
-        path = Path(file)
         try:
-            with path.open("rb") as handle:
-                data = handle.read(MAX_TRANSCRIPT_BYTES + 1)
+            # Regular files only, read up to the cap: a FIFO or a device is refused at once.
+            data, cut = read_capped(Path(file), MAX_TRANSCRIPT_BYTES)
         except OSError as exc:
             raise fail(f"cannot read {file}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
-        if len(data) > MAX_TRANSCRIPT_BYTES:
+        if cut:
             raise fail(f"{file} is larger than {MAX_TRANSCRIPT_BYTES} bytes", EXIT_BAD_INPUT)
         raw = data.decode("utf-8", errors="replace")
         source = file
@@ -127,6 +129,6 @@ def tally_command(
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        typer.echo(render_tally(report, source))
+        typer.echo(plain(render_tally(report, source)))
     if not report.valid:
         raise typer.Exit(EXIT_INVALID)
