@@ -22,26 +22,51 @@ __all__ = ["claim"]
 
 @contextlib.contextmanager
 def claim(run_file: Path) -> Iterator[None]:
-    """Hold ``run_file``'s id for the block; ``RunIdError`` at once if another holds it."""
+    """Hold ``run_file``'s id for the block; ``RunIdError`` at once if another holds it.
+
+    A run that ends before writing anything (bad input found after the claim) leaves no
+    trace: the lock file and any directory made for it are removed.
+    """
     lock_path = run_file.with_name(f".{run_file.stem}.lock")
+    made = [d for d in (run_file.parent, *run_file.parent.parents) if not d.exists()]
     try:
         run_file.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except OSError as exc:
         raise RunIdError(f"cannot lock run id at {lock_path}: {exc.strerror}") from None
     try:
+        _lock(fd, lock_path, run_file)
         try:
-            import fcntl
-        except ImportError:  # no flock on this platform: the exists check is all there is
-            fcntl = None  # type: ignore[assignment]
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise RunIdError(
-                    f"run id {run_file.stem.removeprefix('run-')!r} is in use by another "
-                    "council right now; pick another id"
-                ) from None
-        yield
+            yield
+        finally:
+            if not run_file.exists():
+                # Removed while we still hold it; a council that opened the old file finds
+                # it gone after locking (the inode check in _lock) and refuses.
+                with contextlib.suppress(OSError):
+                    os.unlink(lock_path)
+                for directory in made:
+                    with contextlib.suppress(OSError):
+                        directory.rmdir()  # only if empty
     finally:
         os.close(fd)
+
+
+def _lock(fd: int, lock_path: Path, run_file: Path) -> None:
+    try:
+        import fcntl
+    except ImportError:  # no flock on this platform: the exists check is all there is
+        return
+    in_use = RunIdError(
+        f"run id {run_file.stem.removeprefix('run-')!r} is in use by another council right "
+        "now; pick another id"
+    )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise in_use from None
+    try:
+        same = os.stat(lock_path).st_ino == os.fstat(fd).st_ino
+    except OSError:
+        same = False
+    if not same:
+        raise in_use
