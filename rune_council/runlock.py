@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import RunIdError
+from .errors import RunFileError, RunIdError
 
 __all__ = ["claim"]
 
@@ -31,9 +31,12 @@ def claim(run_file: Path) -> Iterator[None]:
     made = [d for d in (run_file.parent, *run_file.parent.parents) if not d.exists()]
     try:
         run_file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunFileError(f"cannot create {run_file.parent}: {exc}") from None
+    try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except OSError as exc:
-        raise RunIdError(f"cannot lock run id at {lock_path}: {exc.strerror}") from None
+        raise RunFileError(f"cannot lock run id at {lock_path}: {exc.strerror}") from None
     try:
         _lock(fd, lock_path, run_file)
         try:
