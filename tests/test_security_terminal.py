@@ -129,3 +129,44 @@ def test_the_live_view_and_every_reader_show_hostile_text_as_text(
             assert seq not in shown, (args, seq)
     code, shown = on_pty(tmp, env, "show", "hostile")
     assert b"[/bold]" in shown and b"fatal:" in shown
+
+
+def test_hostile_model_ids_and_http_error_bodies_on_the_live_view(
+    world: tuple[Path, dict[str, str]],
+) -> None:
+    from tests.http_server import Behaviour, OpenAIServer, answering
+
+    tmp, env = world
+    hostile_model = f"lab/{TITLE}[/bold]{CLEAR}[/usr/bin/x]"
+    good_model = "meta/llama-3.3-70b-instruct"
+    plain_claim = claim("No rollback", ref="plan.md:6", quote=QUOTE)
+    server = OpenAIServer(
+        models=[hostile_model, good_model],
+        behaviours={
+            # Its error body quotes the model id back, escapes and markup included.
+            hostile_model: Behaviour("status", status=500),
+            good_model: answering(answer(Q, "NO", [plain_claim])),
+        },
+    )
+    only_http = {**env, "PATH": "/usr/bin:/bin"}  # no CLI: the endpoint's models sit
+    with server:
+        code, shown = on_pty(
+            tmp,
+            only_http,
+            Q,
+            "--artifact",
+            "plan.md",
+            "--endpoint",
+            server.base_url,
+            "--n",
+            "2",
+            "--id",
+            "http",
+        )
+    assert code == 0, shown.decode(errors="replace")[-2000:]
+    assert b"MarkupError" not in shown and b"Traceback" not in shown
+    for seq in FORBIDDEN:
+        assert seq not in shown, seq
+    run = json.loads((tmp / ".rune" / "council" / "run-http.json").read_text())
+    details = [a["detail"] for v in run["voices"] for a in v["attempts"]]
+    assert any("[/bold]" in d and "500" in d for d in details), details  # it was exercised
