@@ -20,6 +20,7 @@ from ..errors import EndpointCallError
 from ..paths import RuneDir
 from ..recorder import atomic_write_json
 from ..runtimes.http import EndpointClient
+from ..safefile import read_capped
 from .config import EndpointSpec
 
 CACHE_TTL = dt.timedelta(hours=6)
@@ -61,7 +62,8 @@ def _utcnow() -> dt.datetime:
 
 def read_cache(rune_dir: RuneDir, spec: EndpointSpec) -> ModelsCache | None:
     try:
-        cached = ModelsCache.model_validate_json(cache_path(rune_dir, spec).read_bytes())
+        raw, _cut = read_capped(cache_path(rune_dir, spec), 8_000_000)
+        cached = ModelsCache.model_validate_json(raw)
     except (OSError, ValidationError, ValueError):
         return None
     return cached if cached.base_url == spec.base_url else None
