@@ -4,8 +4,9 @@ Checking that ``run-<id>.json`` does not exist and then writing it leaves a wind
 two councils started with the same id both pass the check and then overwrite each other.
 The lock closes it: ``flock`` on ``.run-<id>.lock`` beside the run file is taken without
 waiting before anything is written, held until the run ends, and released by the kernel
-if the process dies, so a crashed council never leaves its id locked. The lock file itself
-stays (removing it would let a third council lock a file the second already opened).
+if the process dies, so a crashed council never leaves its id locked. The file is removed
+when the run ends; a council that opened it just before checks after locking that the path
+still names the file it locked, and refuses otherwise.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ __all__ = ["claim"]
 def claim(run_file: Path) -> Iterator[None]:
     """Hold ``run_file``'s id for the block; ``RunIdError`` at once if another holds it.
 
-    A run that ends before writing anything (bad input found after the claim) leaves no
-    trace: the lock file and any directory made for it are removed.
+    The lock file goes when the block ends, and so do directories made for it if the run
+    wrote nothing (bad input found after the claim).
     """
     lock_path = run_file.with_name(f".{run_file.stem}.lock")
     made = [d for d in (run_file.parent, *run_file.parent.parents) if not d.exists()]
@@ -42,14 +43,13 @@ def claim(run_file: Path) -> Iterator[None]:
         try:
             yield
         finally:
-            if not run_file.exists():
-                # Removed while we still hold it; a council that opened the old file finds
-                # it gone after locking (the inode check in _lock) and refuses.
+            # Removed while we still hold it: a council that opened the old file finds it
+            # gone after locking (the inode check in _lock) and refuses, so no trace is left.
+            with contextlib.suppress(OSError):
+                os.unlink(lock_path)
+            for directory in made:
                 with contextlib.suppress(OSError):
-                    os.unlink(lock_path)
-                for directory in made:
-                    with contextlib.suppress(OSError):
-                        directory.rmdir()  # only if empty
+                    directory.rmdir()  # only if nothing was written
     finally:
         os.close(fd)
 
