@@ -1,0 +1,70 @@
+"""``python -m rune_council.mcp_server``: what ``rune council mcp`` runs.
+
+The command line door hands its process over to this one (``exec``) instead of importing it:
+the doors stand side by side, and this one needs the ``mcp`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+PROG = "rune council mcp"
+# The exit code ``rune`` gives bad input, which a missing extra is.
+EXIT_BAD_INPUT = 2
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run a Model Context Protocol server on stdin/stdout with the tools "
+        "convene, detect, list_runs, show_run, verify_run and tally, and each run file as a "
+        "rune://runs/<id> resource. An agent host (Claude Code, Codex, Gemini CLI, ...) "
+        "starts it as a subprocess. Without --yes or standing consent "
+        "(RUNE_COUNCIL_ALLOW_EXTERNAL, council.toml) it asks the user through the host when "
+        "the host supports it, else councils run on subagents only. Needs the mcp extra: "
+        "pip install 'rune-council[mcp]'.",
+    )
+    p.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="allow councils to use the external AI CLIs found (no tool call can grant this)",
+    )
+    p.add_argument("--rune-dir", type=Path, help="where .rune files go (default ./.rune)")
+    p.add_argument("--subagent-cmd", help="command answering a prompt on stdin; takes empty slots")
+    p.add_argument("--subagent-family", help="model family of the subagent command")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from ..paths import RuneDir
+    from .settings import ServerSettings
+
+    try:
+        from .server import serve
+    except ImportError as exc:
+        print(
+            f"rune council: the MCP server needs the mcp extra ({exc.name} is missing): "
+            "pip install 'rune-council[mcp]'",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    settings = ServerSettings(
+        workdir=Path.cwd(),
+        rune_dir=RuneDir.resolve(args.rune_dir).root,
+        yes=args.yes,
+        subagent_cmd=args.subagent_cmd,
+        subagent_family=args.subagent_family,
+        env=dict(os.environ),
+    )
+    asyncio.run(serve(settings))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
