@@ -25,6 +25,7 @@ def resolve_orchestrator(
     """The caller's orchestrator, else the runtime the request names; a note if it is missing."""
     if given is not None:
         if isinstance(given, FunctionRuntime) or hasattr(given, "ask"):
+            # hasattr cannot narrow the union to the Runtime protocol; ``ask`` is what makes one.
             return given, None  # type: ignore[return-value]
         return FunctionRuntime(fn=given, name="orchestrator"), None
     name = request.deliberation.orchestrator if request.deliberation else None

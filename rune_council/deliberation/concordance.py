@@ -22,12 +22,13 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 Ballot = Sequence[Sequence[str]]
 EXACT_ORDER_LIMIT = 7  # above this many items, the best reference order is approximated
 
 
-def label_for(w: float | None) -> str | None:
+def label_for(w: float | None) -> Literal["high", "medium", "low"] | None:
     if w is None:
         return None
     if w >= 0.8:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 VERBS = (
     "PROPOSE",
@@ -357,7 +357,7 @@ def _check_verb(move: Move, positional: list[str]) -> Move:
                 raise LineError('PROPOSE needs a label (PROPOSE p1 "text")')
             label = positional.pop(0)
         _no_args(move, positional)
-        return _replace(move, target=_check_label(verb, label))
+        return replace(move, target=_check_label(verb, label))
     if verb == "CLAIM":
         _no_args(move, positional)
         if move.target is not None:
@@ -380,7 +380,7 @@ def _check_verb(move: Move, positional: list[str]) -> Move:
             raise LineError("RANK takes a ballot, not a -> target")
         if len(positional) != 1:
             raise LineError("RANK takes exactly one ballot such as p2>p1=p3")
-        return _replace(move, ballot=parse_ballot(positional[0]), args=tuple(positional))
+        return replace(move, ballot=parse_ballot(positional[0]), args=tuple(positional))
     if verb in ("CRITIQUE", "REVISE"):
         if verb == "REVISE":
             _no_modality(move)
@@ -394,7 +394,7 @@ def _check_verb(move: Move, positional: list[str]) -> Move:
         _vote_target(move)
         if len(positional) != 1 or positional[0].lower() not in ("yes", "no"):
             raise LineError("VOTE needs -> target and yes or no")
-        return _replace(move, choice=positional[0].lower())
+        return replace(move, choice=positional[0].lower())
     if verb == "ABSTAIN":
         _no_modality(move)
         _no_args(move, positional)
@@ -414,12 +414,6 @@ def _vote_target(move: Move) -> None:
         raise LineError(f"{move.verb} needs a -> target (an item number or a label)")
     if not (_ITEM_RE.match(move.target) or LABEL_RE.match(move.target)):
         raise LineError(f"{move.verb} target {move.target!r} is neither an item number nor a label")
-
-
-def _replace(move: Move, **changes: object) -> Move:
-    from dataclasses import replace
-
-    return replace(move, **changes)  # type: ignore[arg-type]
 
 
 def _is_fence(stripped: str) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import safejson
-from ..contract import ClaimCluster, Risk, RiskRegister, Severity, Voice
+from ..contract import ClaimCluster, Risk, RiskRegister, RiskSeverity, Severity, Voice
 from ..stages.allocate import SlotPrompts
 
 ATTACK = (
@@ -28,7 +28,7 @@ ATTACK = (
     "you found only lesser risks, YES only if a genuine attack found nothing."
 )
 
-_SEVERITY: Mapping[Severity | None, str] = {
+_SEVERITY: Mapping[Severity | None, RiskSeverity] = {
     "MUST": "critical",
     "SHOULD": "high",
     "MAY": "medium",
@@ -102,16 +102,19 @@ def read_register(text: str, labels: Mapping[str, str], by: str) -> tuple[RiskRe
                     None,
                     f"risk {r.description[:60]!r} has severity/likelihood outside the scale",
                 )
+            # Checked against the scales just above, so validation cannot fail here.
             risks.append(
-                Risk(
-                    category=r.category.strip() or "other",
-                    description=r.description.strip(),
-                    severity=severity,  # type: ignore[arg-type]
-                    likelihood=likelihood,  # type: ignore[arg-type]
-                    identified_by=sorted(
-                        {labels.get(x.strip(), x.strip()) for x in r.identified_by}
-                    ),
-                    mitigation=(r.mitigation or "").strip() or None,
+                Risk.model_validate(
+                    {
+                        "category": r.category.strip() or "other",
+                        "description": r.description.strip(),
+                        "severity": severity,
+                        "likelihood": likelihood,
+                        "identified_by": sorted(
+                            {labels.get(x.strip(), x.strip()) for x in r.identified_by}
+                        ),
+                        "mitigation": (r.mitigation or "").strip() or None,
+                    }
                 )
             )
         if not wire.summary.strip():
@@ -140,7 +143,7 @@ def arithmetic_register(
                 Risk(
                     category="unclassified",
                     description=group[0].text,
-                    severity=_SEVERITY[strongest],  # type: ignore[arg-type]
+                    severity=_SEVERITY[strongest],
                     identified_by=sorted({c.voice_id for c in group}),
                 )
             )

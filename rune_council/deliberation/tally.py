@@ -202,7 +202,7 @@ def tally(transcript: Transcript) -> TallyReport:
         note = "every ranking ties everything: W is undefined"
     consensus = ConsensusScore(
         w=None if w is None else round(w, 9),
-        label=concordance.label_for(w),  # type: ignore[arg-type]
+        label=concordance.label_for(w),
         method=method,
         rankers=len(counted),
         proposals=n,

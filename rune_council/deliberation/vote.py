@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import Literal
 
 from ..contract import (
     AbsentMember,
@@ -99,6 +100,7 @@ def count_votes(
         yes = [v for v in counted if choices[v].get(item.number) == "yes"]
         no = [v for v in counted if choices[v].get(item.number) == "no"]
         abstain = [v for v in counted if choices[v].get(item.number) == "abstain"]
+        outcome: Literal["passed", "failed", "unvoted"]
         if not (yes or no or abstain):
             outcome = "unvoted"
             unvoted.append(item.number)
@@ -112,7 +114,7 @@ def count_votes(
                 no=no,
                 abstain=abstain,
                 required=need,
-                outcome=outcome,  # type: ignore[arg-type]
+                outcome=outcome,
             )
         )
     consensus, dissenters = approval_concordance(items, {v: choices[v] for v in counted})
@@ -151,7 +153,7 @@ def approval_concordance(
     return (
         ConsensusScore(
             w=None if w is None else round(w, 9),
-            label=concordance.label_for(w),  # type: ignore[arg-type]
+            label=concordance.label_for(w),
             method="kendall_w over approvals (yes above no, abstain and silence; tie-corrected)",
             rankers=len(ballots),
             proposals=len(labels),
