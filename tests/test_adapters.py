@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from rune_council import convene
+from rune_council.families import classify_model
 from rune_council.runtimes.adapters import ADAPTERS, adapter_env
-from rune_council.runtimes.backend_family import family_of_model
 from rune_council.runtimes.cli import CliRuntime
 from rune_council.runtimes.parsers import (
     parse_aider,
@@ -191,7 +191,8 @@ def test_family_map_per_the_dispatch_protocol() -> None:
     ],
 )
 def test_only_the_model_name_says_which_family(model: str, family: str | None) -> None:
-    assert family_of_model(model) == family
+    reading = classify_model(model, named_by="client")
+    assert (reading.family if reading.confidence == "confirmed" else None) == family
 
 
 def _probe(adapter_name: str, bin_dir: Path, home: Path, **env: str) -> Any:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from rune_council.endpoints import family_of, rank_models
+from rune_council.endpoints import rank_models
+from rune_council.families import classify_model
 from rune_council.runtimes.http import ModelChoice
 
 # Model ids as NVIDIA's catalogue, OpenRouter and Ollama list them. The base model behind each
@@ -42,7 +43,7 @@ FAMILIES = [
 def test_family_comes_from_a_known_vendor_prefix_only(
     model: str, family: str, confidence: str
 ) -> None:
-    reading = family_of(model)
+    reading = classify_model(model)
     assert (reading.family, reading.confidence) == (family, confidence)
     assert reading.why
 

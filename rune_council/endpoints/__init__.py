@@ -26,7 +26,6 @@ if TYPE_CHECKING:
         spec_from_argument,
         subagent_from_config,
     )
-    from .families import family_of
     from .ranking import rank_models
 
 # Loaded on first use: most councils configure no endpoint, and the HTTP client behind
@@ -48,7 +47,6 @@ _HOME = {
     "model_ref_from_section": "config",
     "setup_from_options": "config",
     "spec_from_argument": "config",
-    "family_of": "families",
     "rank_models": "ranking",
 }
 
@@ -71,7 +69,6 @@ __all__ = [
     "assemble",
     "configured_endpoints",
     "endpoints_from_config",
-    "family_of",
     "load_setup",
     "model_ref_from_section",
     "rank_models",

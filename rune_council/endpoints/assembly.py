@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from ..consent import HOW_TO_GRANT
 from ..contract import DetectedRuntime
 from ..errors import RuntimeConfigError
+from ..families import classify_model
 from ..paths import RuneDir
 from ..runtimes.http import (
     CandidatePool,
@@ -25,7 +26,6 @@ from ..runtimes.http import (
 )
 from .config import EndpointSetup, EndpointSpec, ModelRef
 from .discovery import Discovery, discover
-from .families import family_of
 from .keys import resolve_key
 from .ranking import rank_models
 
@@ -107,7 +107,7 @@ def _pick(prepared: _Prepared, model: str | None) -> ModelChoice | None:
     for choice in prepared.ranked:
         if choice.model == model:
             return choice
-    reading = family_of(model)  # named explicitly: used even if not listed
+    reading = classify_model(model)  # named explicitly: used even if not listed
     return ModelChoice(model, reading.family, reading.confidence, reading.why)
 
 

@@ -11,8 +11,8 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 
+from ..families import classify_model
 from ..runtimes.http import ModelChoice
-from .families import family_of
 
 # Embedding, reranking and safety-classifier models answer with vectors, scores or a
 # one-word verdict: never a council voice, whatever the configuration says.
@@ -56,6 +56,6 @@ def rank_models(
     order += [m for m in eligible if m not in order]
     ranked = []
     for m in order:
-        reading = family_of(m)
+        reading = classify_model(m)
         ranked.append(ModelChoice(m, reading.family, reading.confidence, reading.why))
     return ranked

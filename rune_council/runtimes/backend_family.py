@@ -2,10 +2,8 @@
 
 cline, amp, opencode and aider front whatever model their user configured, so their brand
 says nothing about the backend: they count as ``unknown``. When the CLI's own config names
-the model it will use, and that model's name belongs to a known family, the wrapper is
-promoted to that family. Only the model name counts as evidence: a provider prefix such as
-``openai/`` names a wire protocol as often as a vendor (aider's ``openai/<anything>`` is any
-OpenAI-compatible server), so ``openai/stub-model`` stays unknown.
+the model it will use, and ``rune_council.families`` (read as a client's model name) puts it
+in a known family, the wrapper is promoted to that family.
 
 Files read (nothing else, and never written):
 
@@ -27,21 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import safejson
-
-# Model-name patterns by the family that trained the model; matched on the last path
-# segment of the id, lower-cased.
-_NAME_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("anthropic", re.compile(r"claude")),
-    ("openai", re.compile(r"^(gpt-|chatgpt|o[1-9](-|$)|codex)")),
-    ("google", re.compile(r"gemini|gemma")),
-    ("qwen", re.compile(r"qwen|qwq")),
-    ("xai", re.compile(r"grok")),
-    ("meta", re.compile(r"llama")),
-    ("mistral", re.compile(r"mistral|mixtral|codestral|devstral|magistral|ministral")),
-    ("deepseek", re.compile(r"deepseek")),
-    ("moonshot", re.compile(r"kimi")),
-    ("zhipu", re.compile(r"^glm")),
-)
+from ..families import classify_model
 
 _READ_CAP = 1_000_000
 
@@ -51,14 +35,6 @@ class BackendReading:
     family: str
     model: str
     evidence: str  # where the model name was found, for the detect report
-
-
-def family_of_model(model_id: str) -> str | None:
-    """The family a model name belongs to, or None when the name does not say."""
-    name = model_id.strip().lower().rsplit("/", 1)[-1]
-    hits = {family for family, pattern in _NAME_FAMILIES if pattern.search(name)}
-    # A name that mentions two families (a distillation, say) proves neither.
-    return hits.pop() if len(hits) == 1 else None
 
 
 def _home(env: Mapping[str, str]) -> Path:
@@ -91,8 +67,10 @@ def _loads_jsonc(text: str) -> object:
 def _reading(model: object, evidence: str) -> BackendReading | None:
     if not isinstance(model, str) or not model.strip():
         return None
-    family = family_of_model(model)
-    return BackendReading(family, model, evidence) if family else None
+    reading = classify_model(model, named_by="client")
+    if reading.confidence != "confirmed":
+        return None
+    return BackendReading(reading.family, model, evidence)
 
 
 def opencode_backend(env: Mapping[str, str]) -> BackendReading | None:
