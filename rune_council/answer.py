@@ -81,3 +81,13 @@ def contract_answers(text: str) -> list[VoiceAnswer]:
             except ValidationError:
                 continue
     return found
+
+
+def answer_problem(text: str) -> str | None:
+    """Why ``text`` is not a voice answer, or None when it is one.
+
+    A council slot hands this to its runtime as the reply check, so a runtime that can try
+    another model (an HTTP endpoint's pool) does so when a model answers in prose.
+    """
+    extraction = extract_answer(text)
+    return None if extraction.answer is not None else f"not a voice answer: {extraction.reason}"

@@ -35,9 +35,9 @@ from .contract import (
 from .errors import NotImplementedModeError, RequestError
 from .paths import RuneDir
 from .recorder import RunRecorder
+from .runtime import Runtime
 from .runtimes import lineage
 from .runtimes.assembly import assemble_clis
-from .runtimes.base import Runtime
 from .runtimes.subagent import FunctionRuntime, SubagentFn
 from .safefile import read_capped
 from .stages.allocate import Candidate, SlotPrompts, allocate
@@ -157,8 +157,8 @@ def _as_subagent(
 ) -> Runtime | None:
     if subagent is None:
         return None
-    if hasattr(subagent, "ask"):
-        return subagent  # type: ignore[return-value]
+    if isinstance(subagent, Runtime):
+        return subagent
     return FunctionRuntime(
         fn=subagent,
         model_family=family,

@@ -19,12 +19,10 @@ from rune_council import convene
 from rune_council.families import classify_model
 from rune_council.runtimes.adapters import ADAPTERS, adapter_env
 from rune_council.runtimes.cli import CliRuntime
-from rune_council.runtimes.parsers import (
-    parse_aider,
-    parse_cline,
-    parse_opencode,
-    parse_qwen,
-)
+from rune_council.runtimes.clis.aider import parse as parse_aider
+from rune_council.runtimes.clis.cline import parse as parse_cline
+from rune_council.runtimes.clis.opencode import parse as parse_opencode
+from rune_council.runtimes.clis.qwen import parse as parse_qwen
 from rune_council.stages.detect import probe
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, answer, claim

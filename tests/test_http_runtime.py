@@ -7,10 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from rune_council.answer import answer_problem
 from rune_council.contract import PerspectiveRequest
 from rune_council.errors import EndpointCallError
 from rune_council.prompts import compose_prompt
-from rune_council.runtimes.base import RuntimeReply
+from rune_council.runtime import ReplyCheck, RuntimeReply
 from rune_council.runtimes.http import (
     ApiKey,
     CandidatePool,
@@ -41,7 +42,7 @@ def server() -> Iterator[OpenAIServer]:
         yield srv
 
 
-# What a council slot sends: it asks for the voice answer, so the runtime checks for one.
+# What a council slot sends: it asks for the voice answer and passes the check for one.
 VOICE_PROMPT = compose_prompt(PerspectiveRequest(id="t", question=Q), "standard", None, None)
 
 
@@ -51,10 +52,13 @@ def ask(
     timeout_s: float = 5.0,
     max_bytes: int = 1_000_000,
     prompt: str = VOICE_PROMPT,
+    check: ReplyCheck | None = answer_problem,
 ) -> RuntimeReply:
     async def go() -> RuntimeReply:
         try:
-            return await runtime.ask(prompt, timeout_s=timeout_s, max_output_bytes=max_bytes)
+            return await runtime.ask(
+                prompt, timeout_s=timeout_s, max_output_bytes=max_bytes, check=check
+            )
         finally:
             await runtime.client.aclose()
 
@@ -223,7 +227,7 @@ def test_text_asked_for_in_another_format_is_not_judged_as_a_voice_answer(
     server.behaviours[BAD] = answering("VOTE yes item-1")
     pool = CandidatePool([choice(BAD), choice(GOOD_MODEL, "google")])
     runtime = HttpRuntime(EndpointClient("lab", server.base_url), choice(BAD), pool)
-    reply = ask(runtime, prompt="Vote on item-1 with one VOTE line.")
+    reply = ask(runtime, prompt="Vote on item-1 with one VOTE line.", check=None)
     assert (reply.outcome, reply.text) == ("ok", "VOTE yes item-1")
     assert server.chat_models() == [BAD]
     # The same text in a council slot is malformed, and the slot fails over.

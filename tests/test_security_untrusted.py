@@ -24,7 +24,8 @@ from rune_council import safejson
 from rune_council.answer import extract_answer
 from rune_council.errors import RunFileError
 from rune_council.runs import load
-from rune_council.runtimes import parsers
+from rune_council.runtimes import clis, parsers
+from rune_council.runtimes.clis import BUILTIN
 from rune_council.runtimes.http import EndpointClient, _completion_text, _Malformed
 from rune_council.safefile import NotRegularFile, read_capped
 from rune_council.safetext import markup, plain
@@ -69,7 +70,8 @@ def test_answer_extraction_turns_anything_into_an_answer_or_a_reason(text: str) 
         assert (result.answer is None) == (result.reason != "ok")
 
 
-PARSERS = [getattr(parsers, n) for n in dir(parsers) if n.startswith("parse_")]
+# Every CLI's parser, from its own module under runtimes/clis/ (plain text included).
+PARSERS = list(dict.fromkeys(a.parse for a in BUILTIN.values()))
 
 
 @FUZZ
@@ -162,8 +164,8 @@ def test_deep_nesting_in_each_json_reader_is_a_reason_not_a_crash(tmp_path: Path
     with pytest.raises(safejson.UnreadableJSON, match="nests deeper"):
         safejson.loads(bomb)
     assert "no JSON" in extract_answer(bomb).reason or extract_answer(bomb).answer is None
-    assert parsers.parse_claude(bomb, "").error is not None
-    assert parsers.parse_codex("\n".join([bomb] * 3), "").error is not None
+    assert clis.claude.parse(bomb, "").error is not None
+    assert clis.codex.parse("\n".join([bomb] * 3), "").error is not None
     with pytest.raises(_Malformed):
         _completion_text(bomb.encode())
     run = tmp_path / "run-deep.json"

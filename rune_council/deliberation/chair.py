@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..contract import Attempt, Budget, PerspectiveRequest, Synthesis
-from ..runtimes.base import Runtime
+from ..runtime import Runtime
 from ..runtimes.subagent import FunctionRuntime, SubagentFn
 from ..stages.dispatch import ask_within
 from ..stages.dispatch import attempt_record as _attempt
@@ -24,9 +24,8 @@ def resolve_orchestrator(
 ) -> tuple[Runtime | None, str | None]:
     """The caller's orchestrator, else the runtime the request names; a note if it is missing."""
     if given is not None:
-        if isinstance(given, FunctionRuntime) or hasattr(given, "ask"):
-            # hasattr cannot narrow the union to the Runtime protocol; ``ask`` is what makes one.
-            return given, None  # type: ignore[return-value]
+        if isinstance(given, Runtime):
+            return given, None
         return FunctionRuntime(fn=given, name="orchestrator"), None
     name = request.deliberation.orchestrator if request.deliberation else None
     if name is None:

@@ -19,6 +19,7 @@ from .adapters import ADAPTERS, CliAdapter
 from .base import Runtime
 from .bridge import RUNTIME_PREFIX, BridgeRuntime
 from .cli import CliRuntime
+from .plugins import plugin_adapters, plugins_digest
 from .user_defined import load_user_runtimes, specs_digest
 
 
@@ -28,8 +29,10 @@ def allowed_env(config: CouncilConfig) -> tuple[str, ...]:
 
 
 def all_adapters(config: CouncilConfig) -> dict[str, CliAdapter]:
-    """The built-in adapters plus every user-defined runtime (validated)."""
-    return {**ADAPTERS, **{a.name: a for a in load_user_runtimes(config)}}
+    """The built-in adapters, the installed plug-ins' and every user-defined runtime
+    (validated); the user's own definition wins over a plug-in's of the same name."""
+    user = {a.name: a for a in load_user_runtimes(config)}
+    return {**ADAPTERS, **plugin_adapters(), **user}
 
 
 async def detect_configured(
@@ -44,6 +47,8 @@ async def detect_configured(
     config = load_config(rune_dir, env) if config is None else config
     adapters = all_adapters(config)
     digest = specs_digest(config) if len(adapters) > len(ADAPTERS) else None
+    if digest is not None and (plugins := plugins_digest()) is not None:
+        digest = f"{digest}+{plugins}"
     return await detect(
         rune_dir, refresh=refresh, env=env, adapters=list(adapters.values()), config_digest=digest
     )

@@ -1,19 +1,10 @@
-"""Which model family a wrapper CLI really talks to, read from the CLI's own configuration.
+"""Reading a wrapper CLI's backend model from its own configuration, and what it proves.
 
 cline, amp, opencode and aider front whatever model their user configured, so their brand
 says nothing about the backend: they count as ``unknown``. When the CLI's own config names
-the model it will use, and ``rune_council.families`` (read as a client's model name) puts it
-in a known family, the wrapper is promoted to that family.
-
-Files read (nothing else, and never written):
-
-- opencode: ``$OPENCODE_CONFIG_CONTENT`` (inline JSON), else the file ``$OPENCODE_CONFIG``,
-  else ``opencode.json`` / ``opencode.jsonc`` / ``config.json`` under
-  ``$XDG_CONFIG_HOME/opencode`` (default ``~/.config/opencode``); key ``model``.
-- aider: ``$AIDER_MODEL``, else a top-level ``model:`` line in ``~/.aider.conf.yml``.
-- cline: ``settings/providers.json`` under ``$CLINE_DATA_DIR`` (else ``$CLINE_DIR/data``,
-  else ``~/.cline/data``); the ``model`` of the ``lastUsedProvider``.
-- amp: none. amp picks its models itself, per task, so it always stays ``unknown``.
+the model it will use, and ``rune_council.families`` (reading it as a client's model name)
+puts it in a known family, the wrapper is promoted to that family. Each wrapper's reader
+lives in its module under ``runtimes/clis/``; they only read files, never write them.
 """
 
 from __future__ import annotations
@@ -26,6 +17,7 @@ from pathlib import Path
 
 from .. import safejson
 from ..families import classify_model
+from ..safefile import read_capped
 
 _READ_CAP = 1_000_000
 
@@ -37,19 +29,23 @@ class BackendReading:
     evidence: str  # where the model name was found, for the detect report
 
 
-def _home(env: Mapping[str, str]) -> Path:
+BackendReader = Callable[[Mapping[str, str]], BackendReading | None]
+
+
+def home(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or "~").expanduser()
 
 
-def _read_text(path: Path) -> str | None:
+def read_text(path: Path) -> str | None:
+    """Up to 1 MB of a regular file (never a FIFO or device, which could block or flood)."""
     try:
-        with path.open("rb") as handle:
-            return handle.read(_READ_CAP).decode("utf-8", errors="replace")
+        data, _cut = read_capped(path, _READ_CAP)
     except OSError:
         return None
+    return data.decode("utf-8", errors="replace")
 
 
-def _loads_jsonc(text: str) -> object:
+def loads_jsonc(text: str) -> object:
     try:
         return safejson.loads(text, what="config")
     except json.JSONDecodeError:
@@ -64,71 +60,11 @@ def _loads_jsonc(text: str) -> object:
         return None
 
 
-def _reading(model: object, evidence: str) -> BackendReading | None:
+def reading(model: object, evidence: str) -> BackendReading | None:
+    """A promotion, if ``model`` (found at ``evidence``) names a model of a known family."""
     if not isinstance(model, str) or not model.strip():
         return None
-    reading = classify_model(model, named_by="client")
-    if reading.confidence != "confirmed":
+    family = classify_model(model, named_by="client")
+    if family.confidence != "confirmed":
         return None
-    return BackendReading(reading.family, model, evidence)
-
-
-def opencode_backend(env: Mapping[str, str]) -> BackendReading | None:
-    inline = env.get("OPENCODE_CONFIG_CONTENT")
-    if inline:
-        doc = _loads_jsonc(inline)
-        if isinstance(doc, dict) and "model" in doc:
-            return _reading(doc["model"], "$OPENCODE_CONFIG_CONTENT")
-    candidates: list[Path] = []
-    if env.get("OPENCODE_CONFIG"):
-        candidates.append(Path(env["OPENCODE_CONFIG"]).expanduser())
-    base = Path(env.get("XDG_CONFIG_HOME") or _home(env) / ".config") / "opencode"
-    candidates += [base / "opencode.json", base / "opencode.jsonc", base / "config.json"]
-    for path in candidates:
-        text = _read_text(path)
-        if text is None:
-            continue
-        doc = _loads_jsonc(text)
-        if isinstance(doc, dict) and "model" in doc:
-            return _reading(doc["model"], str(path))
-    return None
-
-
-_YAML_MODEL = re.compile(r"""^model\s*:\s*["']?([^"'#\s]+)["']?\s*(?:#.*)?$""", re.MULTILINE)
-
-
-def aider_backend(env: Mapping[str, str]) -> BackendReading | None:
-    if env.get("AIDER_MODEL"):
-        return _reading(env["AIDER_MODEL"], "$AIDER_MODEL")
-    path = _home(env) / ".aider.conf.yml"
-    text = _read_text(path)
-    if text is None:
-        return None
-    match = _YAML_MODEL.search(text)
-    return _reading(match.group(1), str(path)) if match else None
-
-
-def cline_backend(env: Mapping[str, str]) -> BackendReading | None:
-    if env.get("CLINE_DATA_DIR"):
-        data = Path(env["CLINE_DATA_DIR"]).expanduser()
-    elif env.get("CLINE_DIR"):
-        data = Path(env["CLINE_DIR"]).expanduser() / "data"
-    else:
-        data = _home(env) / ".cline" / "data"
-    path = data / "settings" / "providers.json"
-    text = _read_text(path)
-    doc = _loads_jsonc(text) if text is not None else None
-    if not isinstance(doc, dict):
-        return None
-    providers = doc.get("providers")
-    current = doc.get("lastUsedProvider")
-    if not isinstance(providers, dict) or not isinstance(current, str):
-        return None
-    entry = providers.get(current)
-    settings = entry.get("settings") if isinstance(entry, dict) else None
-    if not isinstance(settings, dict):
-        return None
-    return _reading(settings.get("model"), str(path))
-
-
-BackendReader = Callable[[Mapping[str, str]], BackendReading | None]
+    return BackendReading(family.family, model, evidence)

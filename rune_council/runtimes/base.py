@@ -1,19 +1,31 @@
-"""The runtime interface every voice source implements, plus the environment rules.
+"""What every runtime of the I/O edge shares: the environment a child process may see,
+and the scrubbing of secrets out of whatever is kept.
 
-A runtime turns one prompt into one reply. The dispatcher knows nothing else about it, so
-CLIs, subagent commands and in-process callables are interchangeable behind ``ask``.
+The runtime protocol itself (``Runtime``, ``RuntimeReply``, ``Answerer``) is part of the
+core, in ``rune_council.runtime``; it is re-exported here for older imports.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from ..contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
+from ..runtime import Answerer, ReplyCheck, Runtime, RuntimeReply, is_runtime
 from ..safetext import URL_USERINFO, mask_url_credentials
+
+__all__ = [
+    "Answerer",
+    "EnvPolicy",
+    "ReplyCheck",
+    "Runtime",
+    "RuntimeReply",
+    "current_env",
+    "is_runtime",
+    "redact",
+    "secret_values",
+]
 
 # What any child process may inherit: locale, proxies, certificates and the user's own
 # config roots. Keys and tokens are never in this list; each adapter adds its own.
@@ -51,55 +63,6 @@ FIXED_ENV = {"NO_COLOR": "1", "TERM": "dumb"}
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 _MIN_SECRET_LEN = 6
-
-
-@dataclass(frozen=True)
-class Answerer:
-    """Who finally answered, when a runtime may hand a slot to another model (failover)."""
-
-    runtime: str
-    model: str | None
-    model_family: str
-    family_confidence: FamilyConfidence
-
-
-@dataclass(frozen=True)
-class RuntimeReply:
-    outcome: AttemptOutcome
-    text: str | None
-    detail: str
-    exit_code: int | None = None
-    latency_ms: int = 0
-    truncated: bool = False
-    # A runtime that tried several models for one slot reports every try here, in order;
-    # empty means the reply itself is the only attempt.
-    attempts: tuple[Attempt, ...] = ()
-    answered_by: Answerer | None = None
-
-
-class Runtime(Protocol):
-    """Anything that can voice an answer."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def source(self) -> VoiceSource: ...
-
-    @property
-    def model_family(self) -> str: ...
-
-    @property
-    def family_confidence(self) -> FamilyConfidence: ...
-
-    async def ask(
-        self,
-        prompt: str,
-        *,
-        timeout_s: float,
-        max_output_bytes: int,
-        on_start: Callable[[int], None] | None = None,
-    ) -> RuntimeReply: ...
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,17 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import safejson
 from ..contract import FamilyConfidence, VoiceSource
-from .adapters import ADAPTERS, classify_exit
-from .base import EnvPolicy, RuntimeReply, redact, secret_values
+from ..runtime import ReplyCheck, RuntimeReply
+from .base import EnvPolicy, redact, secret_values
 from .cli import merged_path
+from .cli_adapter import classify_exit
+from .clis import BUILTIN
 from .parsers import Parsed, json_objects, tail
 from .process import run_process
 
@@ -116,7 +118,7 @@ async def list_agents(bridge: str, env: Mapping[str, str]) -> tuple[list[BridgeA
 
 def bridge_env(agent: str | None, parent: Mapping[str, str]) -> dict[str, str]:
     """The bridge gets its own variables plus those of the agent it is asked to run."""
-    adapter = ADAPTERS.get(agent) if agent else None
+    adapter = BUILTIN.get(agent) if agent else None
     policy = adapter.env if adapter else EnvPolicy()
     names = adapter.extra_env_names(parent) if adapter else []
     merged = EnvPolicy(
@@ -178,7 +180,7 @@ class BridgeRuntime:
         *,
         timeout_s: float,
         max_output_bytes: int,
-        on_start: Callable[[int], None] | None = None,
+        check: ReplyCheck | None = None,
     ) -> RuntimeReply:
         parent = dict(os.environ) if self.parent_env is None else dict(self.parent_env)
         env = bridge_env(self.agent, parent)
@@ -192,12 +194,14 @@ class BridgeRuntime:
             env=env,
             timeout_s=timeout_s,
             max_stdout=max_output_bytes,
-            on_start=on_start,
         )
         latency = int((time.monotonic() - started) * 1000)
         if result.outcome in ("timeout", "too_large", "spawn_error", "cancelled"):
             return RuntimeReply(
-                result.outcome, None, redact(result.detail, secrets), result.exit_code, latency
+                outcome=result.outcome,
+                detail=redact(result.detail, secrets),
+                exit_code=result.exit_code,
+                latency_ms=latency,
             )
         parsed = parse_bridge_answer(
             result.stdout.decode("utf-8", errors="replace"),
@@ -205,4 +209,10 @@ class BridgeRuntime:
         )
         outcome, detail = classify_exit(result.exit_code, parsed)
         text = redact(parsed.text, secrets) if parsed.text is not None else None
-        return RuntimeReply(outcome, text, redact(detail, secrets), result.exit_code, latency)
+        return RuntimeReply(
+            outcome=outcome,
+            text=text,
+            detail=redact(detail, secrets),
+            exit_code=result.exit_code,
+            latency_ms=latency,
+        )

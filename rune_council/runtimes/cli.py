@@ -7,11 +7,12 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..contract import Attempt, FamilyConfidence, VoiceSource
-from .adapters import CliAdapter, adapter_env, classify_exit
-from .base import RuntimeReply, redact, secret_values
+from ..runtime import ReplyCheck, RuntimeReply
+from .base import redact, secret_values
+from .cli_adapter import CliAdapter, adapter_env, classify_exit
 from .process import ProcessResult, run_process
 
 
@@ -69,37 +70,33 @@ class CliRuntime:
         *,
         timeout_s: float,
         max_output_bytes: int,
-        on_start: Callable[[int], None] | None = None,
+        check: ReplyCheck | None = None,
     ) -> RuntimeReply:
+        # ``check`` is not applied: a CLI has no other model to fail over to, so GATE
+        # judges its answer like any other.
         env = self.environment()
         secrets = secret_values(env)
         started = time.monotonic()
-        first = await self._run_once(prompt, env, timeout_s, max_output_bytes, on_start)
+        first = await self._run_once(prompt, env, timeout_s, max_output_bytes)
         retry = self.adapter.retry_once_when
         if retry is None or first[0].outcome == "ok" or not _demanded(first[1], retry):
             reply = first[0]
             return _redacted(reply, secrets, int((time.monotonic() - started) * 1000))
         # Exactly one more try, in a fresh empty directory like the first.
-        second = await self._run_once(prompt, env, timeout_s, max_output_bytes, on_start)
+        second = await self._run_once(prompt, env, timeout_s, max_output_bytes)
         attempts = (
             self._attempt(first[0], secrets, "demanded an upgrade; retried once"),
             self._attempt(second[0], secrets),
         )
         reply = second[0]
         if reply.outcome != "ok" and _demanded(second[1], retry):
-            reply = RuntimeReply(
-                reply.outcome,
-                None,
-                f"still demands an upgrade after one retry: {reply.detail}",
-                reply.exit_code,
-                reply.latency_ms,
+            reply = replace(
+                reply, text=None, detail=f"still demands an upgrade after one retry: {reply.detail}"
             )
             attempts = (attempts[0], self._attempt(reply, secrets))
         total = int((time.monotonic() - started) * 1000)
         out = _redacted(reply, secrets, total)
-        return RuntimeReply(
-            out.outcome, out.text, out.detail, out.exit_code, total, out.truncated, attempts
-        )
+        return replace(out, latency_ms=total, attempts=attempts)
 
     async def _run_once(
         self,
@@ -107,7 +104,6 @@ class CliRuntime:
         env: dict[str, str],
         timeout_s: float,
         max_output_bytes: int,
-        on_start: Callable[[int], None] | None,
     ) -> tuple[RuntimeReply, ProcessResult | None]:
         support: str | None = None
         try:
@@ -128,21 +124,31 @@ class CliRuntime:
                 env=env,
                 timeout_s=timeout_s,
                 max_stdout=max_output_bytes,
-                on_start=on_start,
             )
         finally:
             if support is not None:
                 shutil.rmtree(support, ignore_errors=True)
         latency = int((time.monotonic() - started) * 1000)
         if result.outcome in ("timeout", "too_large", "spawn_error", "cancelled"):
-            return RuntimeReply(
-                result.outcome, None, result.detail, result.exit_code, latency
-            ), None
+            reply = RuntimeReply(
+                outcome=result.outcome,
+                detail=result.detail,
+                exit_code=result.exit_code,
+                latency_ms=latency,
+            )
+            return reply, None
         stdout = result.stdout.decode("utf-8", errors="replace")
         stderr = result.stderr.decode("utf-8", errors="replace")
         parsed = self.adapter.parse(stdout, stderr)
         outcome, detail = classify_exit(result.exit_code, parsed)
-        return RuntimeReply(outcome, parsed.text, detail, result.exit_code, latency), result
+        reply = RuntimeReply(
+            outcome=outcome,
+            text=parsed.text,
+            detail=detail,
+            exit_code=result.exit_code,
+            latency_ms=latency,
+        )
+        return reply, result
 
     def _attempt(self, reply: RuntimeReply, secrets: list[str], note: str = "") -> Attempt:
         detail = redact(reply.detail, secrets)
@@ -167,9 +173,7 @@ def _demanded(result: ProcessResult | None, check: Callable[[str, str], bool]) -
 
 def _redacted(reply: RuntimeReply, secrets: list[str], latency_ms: int) -> RuntimeReply:
     text = redact(reply.text, secrets) if reply.text is not None else None
-    return RuntimeReply(
-        reply.outcome, text, redact(reply.detail, secrets), reply.exit_code, latency_ms
-    )
+    return replace(reply, text=text, detail=redact(reply.detail, secrets), latency_ms=latency_ms)
 
 
 def _write_private(path: str, data: bytes) -> None:

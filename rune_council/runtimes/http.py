@@ -7,10 +7,14 @@ one TLS context: loading the CA bundle is the expensive part of making a client.
 Every call ends in one of the attempt outcomes a CLI voice can have, plus three of its own:
 ``timeout`` (the per-voice deadline covers connect, wait and the whole stream),
 ``transport_error`` (refused, reset, or a stream cut short), ``http_status`` (with the
-status) and ``malformed`` (a body that is not the expected JSON, or, when the prompt asked
-for a voice answer, text that does not parse as one). Later stages ask the same runtimes for
-ballots and merges in other formats; those come back as text for the stage to judge. The key
+status) and ``malformed`` (a body that is not the expected JSON, or text the caller's
+``check`` rejects: a council slot passes one that wants a voice answer, so a model that
+answers in prose hands the slot to the next model). Later stages ask the same runtimes for
+ballots and merges without a check; those come back as text for the stage to judge. The key
 goes only into the Authorization header; every detail and answer we keep is scrubbed of it.
+
+``EndpointClient(transport=...)`` takes any httpx transport (``httpx.MockTransport`` in a
+caller's tests, say) instead of the network.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ import ipaddress
 import ssl
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,11 +33,10 @@ from urllib.parse import urlsplit
 import httpx
 
 from .. import safejson
-from ..answer import extract_answer
 from ..contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
 from ..errors import EndpointCallError
-from ..prompts import ANSWER_SHAPE
-from .base import Answerer, RuntimeReply, redact
+from ..runtime import Answerer, ReplyCheck, RuntimeReply
+from .base import redact
 
 USER_AGENT = "rune-council"
 ERROR_BODY_CAP = 16_000
@@ -197,10 +199,18 @@ class EndpointClient:
     """One endpoint, one shared keep-alive client (per event loop, since clients are bound
     to the loop that made them)."""
 
-    def __init__(self, name: str, base_url: str, key: ApiKey | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        key: ApiKey | None = None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.name = name
         self.base_url = base_url.rstrip("/")
         self._key = key
+        self._transport = transport
         self._http: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.clients_made = 0
@@ -227,6 +237,7 @@ class EndpointClient:
                 trust_env=not is_loopback(urlsplit(self.base_url).hostname),
                 follow_redirects=False,
                 limits=httpx.Limits(max_connections=16, max_keepalive_connections=8),
+                transport=self._transport,
             )
             self._loop = loop
             self.clients_made += 1
@@ -436,11 +447,10 @@ class HttpRuntime:
         *,
         timeout_s: float,
         max_output_bytes: int,
-        on_start: Callable[[int], None] | None = None,
+        check: ReplyCheck | None = None,
     ) -> RuntimeReply:
         pool = self.pool
         current = self.choice
-        asks_for_voice_answer = ANSWER_SHAPE in prompt
         attempts: list[Attempt] = []
         tried: set[str] = set()
         if pool is not None:
@@ -457,10 +467,10 @@ class HttpRuntime:
                 max_tokens=self.max_tokens,
             )
             outcome, detail = result.outcome, result.detail
-            if outcome == "ok" and result.text is not None and asks_for_voice_answer:
-                extraction = extract_answer(result.text)
-                if extraction.answer is None:
-                    outcome, detail = "malformed", f"not a voice answer: {extraction.reason}"
+            if outcome == "ok" and result.text is not None and check is not None:
+                problem = check(result.text)
+                if problem is not None:
+                    outcome, detail = "malformed", problem
             name = self._name_of(current)
             attempts.append(
                 Attempt(
@@ -476,9 +486,9 @@ class HttpRuntime:
             latency = sum(a.latency_ms or 0 for a in attempts)
             if outcome == "ok":
                 return RuntimeReply(
-                    "ok",
-                    result.text,
-                    "answered"
+                    outcome="ok",
+                    text=result.text,
+                    detail="answered"
                     if len(attempts) == 1
                     else f"answered after {len(attempts) - 1} failover(s)",
                     latency_ms=latency,
@@ -496,16 +506,15 @@ class HttpRuntime:
                     and time.monotonic() < deadline
                 ):
                     nxt = pool.replacement(tried)
-            if nxt is None:
+            if nxt is None or pool is None:
                 summary = "; ".join(f"{a.model}: {a.outcome}: {a.detail}" for a in attempts)
                 return RuntimeReply(
-                    outcome,
-                    None,
-                    summary[:DETAIL_CAP],
+                    outcome=outcome,
+                    detail=summary[:DETAIL_CAP],
                     latency_ms=latency,
                     attempts=tuple(attempts),
                 )
-            pool.hold(nxt.model)  # type: ignore[union-attr]
+            pool.hold(nxt.model)
             current = nxt
 
 

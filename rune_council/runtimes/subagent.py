@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from ..contract import FamilyConfidence, VoiceSource
 from ..errors import RuntimeConfigError
-from .base import EnvPolicy, RuntimeReply, current_env, redact, secret_values
+from ..runtime import ReplyCheck, RuntimeReply
+from .base import EnvPolicy, current_env, redact, secret_values
 from .process import run_process
 
 SubagentFn = Callable[[str], str | Awaitable[str]]
@@ -38,7 +39,7 @@ class FunctionRuntime:
         *,
         timeout_s: float,
         max_output_bytes: int,
-        on_start: Callable[[int], None] | None = None,
+        check: ReplyCheck | None = None,
     ) -> RuntimeReply:
         started = time.monotonic()
 
@@ -52,19 +53,25 @@ class FunctionRuntime:
             text = await asyncio.wait_for(call(), timeout=timeout_s)
         except TimeoutError:
             ms = int((time.monotonic() - started) * 1000)
-            return RuntimeReply("timeout", None, f"timed out after {timeout_s:g} s", None, ms)
+            return RuntimeReply(
+                outcome="timeout", detail=f"timed out after {timeout_s:g} s", latency_ms=ms
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a host callable can fail in any way; record, never crash
             ms = int((time.monotonic() - started) * 1000)
-            return RuntimeReply("error_reported", None, f"{type(exc).__name__}: {exc}", None, ms)
+            return RuntimeReply(
+                outcome="error_reported", detail=f"{type(exc).__name__}: {exc}", latency_ms=ms
+            )
         ms = int((time.monotonic() - started) * 1000)
         truncated = len(text.encode("utf-8")) > max_output_bytes
         if truncated:
             return RuntimeReply(
-                "too_large", None, f"answer exceeded {max_output_bytes} bytes", None, ms
+                outcome="too_large",
+                detail=f"answer exceeded {max_output_bytes} bytes",
+                latency_ms=ms,
             )
-        return RuntimeReply("ok", text, "answered", None, ms)
+        return RuntimeReply(outcome="ok", text=text, detail="answered", latency_ms=ms)
 
 
 @dataclass(frozen=True)
@@ -95,7 +102,7 @@ class CommandRuntime:
         *,
         timeout_s: float,
         max_output_bytes: int,
-        on_start: Callable[[int], None] | None = None,
+        check: ReplyCheck | None = None,
     ) -> RuntimeReply:
         parent = current_env() if self.parent_env is None else self.parent_env
         env = EnvPolicy(prefixes=("RUNE_SUBAGENT_",)).build(parent, self.pass_env)
@@ -107,14 +114,27 @@ class CommandRuntime:
             env=env,
             timeout_s=timeout_s,
             max_stdout=max_output_bytes,
-            on_start=on_start,
         )
         ms = int((time.monotonic() - started) * 1000)
         if result.outcome != "ok":
             return RuntimeReply(
-                result.outcome, None, redact(result.detail, secrets), result.exit_code, ms
+                outcome=result.outcome,
+                detail=redact(result.detail, secrets),
+                exit_code=result.exit_code,
+                latency_ms=ms,
             )
         text = result.stdout.decode("utf-8", errors="replace")
         if not text.strip():
-            return RuntimeReply("error_reported", None, "printed nothing", result.exit_code, ms)
-        return RuntimeReply("ok", redact(text, secrets), "answered", result.exit_code, ms)
+            return RuntimeReply(
+                outcome="error_reported",
+                detail="printed nothing",
+                exit_code=result.exit_code,
+                latency_ms=ms,
+            )
+        return RuntimeReply(
+            outcome="ok",
+            text=redact(text, secrets),
+            detail="answered",
+            exit_code=result.exit_code,
+            latency_ms=ms,
+        )

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 
+from ..answer import answer_problem
 from ..contract import Attempt, Budget, RawOutput, Voice
-from ..runtimes.base import Answerer, Runtime, RuntimeReply
+from ..runtime import Answerer, ReplyCheck, Runtime, RuntimeReply
 from .allocate import SlotPrompts
 
 RAW_CHAR_CAP = 200_000
@@ -21,10 +22,15 @@ DISPATCH = "council.dispatch"
 OnChange = Callable[[Voice, str], None]
 
 
-async def ask_within(runtime: Runtime, prompt: str, budget: Budget) -> RuntimeReply:
+async def ask_within(
+    runtime: Runtime, prompt: str, budget: Budget, check: ReplyCheck | None = None
+) -> RuntimeReply:
     """One question to one runtime under the request's per-voice limits."""
     return await runtime.ask(
-        prompt, timeout_s=budget.per_voice_timeout_s, max_output_bytes=budget.max_output_bytes
+        prompt,
+        timeout_s=budget.per_voice_timeout_s,
+        max_output_bytes=budget.max_output_bytes,
+        check=check,
     )
 
 
@@ -80,7 +86,8 @@ async def run_slot(
     on_change: OnChange,
 ) -> Voice:
     async def ask(runtime: Runtime, prompt: str) -> RuntimeReply:
-        return await ask_within(runtime, prompt, budget)
+        # A slot wants a voice answer; a runtime with other models to try uses the check.
+        return await ask_within(runtime, prompt, budget, check=answer_problem)
 
     failure = "no runtime could take this slot"
     if primary is not None:

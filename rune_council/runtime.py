@@ -1,0 +1,78 @@
+"""The runtime protocol: what the council needs from any source of a voice.
+
+A runtime turns one prompt into one reply. The dispatcher knows nothing else about it, so
+AI CLIs, HTTP endpoint models, subagent commands, in-process callables and test doubles are
+interchangeable behind ``ask``. This module is part of the core: it does no I/O and imports
+nothing but the contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from .contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
+
+ReplyCheck = Callable[[str], str | None]
+"""Judges a reply's text: None when it is acceptable, else the reason it is not."""
+
+
+@dataclass(frozen=True)
+class Answerer:
+    """Who finally answered, when a runtime may hand a slot to another model (failover)."""
+
+    runtime: str
+    model: str | None
+    model_family: str
+    family_confidence: FamilyConfidence
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeReply:
+    outcome: AttemptOutcome
+    text: str | None = None
+    detail: str
+    exit_code: int | None = None
+    latency_ms: int = 0
+    truncated: bool = False
+    # A runtime that tried several models for one slot reports every try here, in order;
+    # empty means the reply itself is the only attempt.
+    attempts: tuple[Attempt, ...] = ()
+    answered_by: Answerer | None = None
+
+
+@runtime_checkable
+class Runtime(Protocol):
+    """Anything that can voice an answer.
+
+    ``check``, when given, says whether a reply is what the caller asked for (a voice answer
+    that parses, say). A runtime that can try another model for the same slot uses it to
+    decide whether to; any other runtime may ignore it, since GATE judges every answer.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source(self) -> VoiceSource: ...
+
+    @property
+    def model_family(self) -> str: ...
+
+    @property
+    def family_confidence(self) -> FamilyConfidence: ...
+
+    async def ask(
+        self,
+        prompt: str,
+        *,
+        timeout_s: float,
+        max_output_bytes: int,
+        check: ReplyCheck | None = None,
+    ) -> RuntimeReply: ...
+
+
+def is_runtime(value: object) -> bool:
+    """True for an object that implements the whole protocol (not a bare callable)."""
+    return isinstance(value, Runtime)
