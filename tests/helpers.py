@@ -1,9 +1,20 @@
-"""Builders for voice answers used across the tests."""
+"""Builders for voice answers used across the tests.
+
+The answer and claim builders are the testing kit's (``rune_council.testing``), the same
+ones a caller's tests use; what is left here is specific to this project's tests.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from rune_council.testing import answer_for, claim
+
+__all__ = ["PLAN", "QUESTION", "ROLLBACK", "SHARDS", "UNDO", "answer", "claim", "gated_voice"]
+
+# The tests' historical name for the kit's builder: answer(question, stance, claims, fenced).
+answer = answer_for
 
 PLAN = """\
 # Plan: shard the orders table
@@ -13,34 +24,6 @@ PLAN = """\
 4. Keep the reporting jobs on the old single table.
 5. No rollback step is defined.
 """
-
-
-def claim(
-    text: str,
-    *,
-    anchor: str | None = None,
-    severity: str | None = None,
-    ref: str | None = None,
-    quote: str | None = None,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {"text": text}
-    if anchor:
-        out["anchor"] = anchor
-    if severity:
-        out["severity"] = severity
-    if ref:
-        ev: dict[str, Any] = {"ref": ref}
-        if quote is not None:
-            ev["quote"] = quote
-        out["evidence"] = [ev]
-    return out
-
-
-def answer(question: str, stance: str, claims: list[dict[str, Any]], fenced: bool = True) -> str:
-    body = json.dumps({"question_echo": question, "stance": stance, "claims": claims}, indent=1)
-    if fenced:
-        return f"Here is my answer.\n```json\n{body}\n```\nThanks."
-    return body
 
 
 def gated_voice(

@@ -24,6 +24,7 @@ from rune_council.deliberation.chain import convene_chain
 from rune_council.runtimes.adapters import ADAPTERS
 from rune_council.runtimes.cli import CliRuntime
 from rune_council.runtimes.subagent import CommandRuntime
+from rune_council.testing import ScriptedRuntime
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import (
     PLAN,
@@ -96,11 +97,11 @@ def scripted(
     return fn
 
 
-def member(fn: Callable[[str], str], name: str, family: str) -> FunctionRuntime:
-    return FunctionRuntime(fn, name=name, model_family=family, family_confidence="confirmed")
+def member(fn: Callable[[str], str], name: str, family: str) -> ScriptedRuntime:
+    return ScriptedRuntime(fn, name=name, family=family, source="subagent")
 
 
-def three(**kw: Any) -> list[FunctionRuntime]:
+def three(**kw: Any) -> list[ScriptedRuntime]:
     return [
         member(
             scripted("NO, not before a rollback exists", [ROLLBACK], **kw), "claude", "anthropic"
