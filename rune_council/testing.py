@@ -22,6 +22,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -238,12 +239,14 @@ class ScriptedCouncil:
     def convene(
         self, request: PerspectiveRequest | Mapping[str, Any], **options: Any
     ) -> CouncilResult:
-        return convene(request, **self._options(options))
+        result: CouncilResult = _with_options(convene, request, self._options(options))
+        return result
 
     async def aconvene(
         self, request: PerspectiveRequest | Mapping[str, Any], **options: Any
     ) -> CouncilResult:
-        return await aconvene(request, **self._options(options))
+        result: CouncilResult = await _with_options(aconvene, request, self._options(options))
+        return result
 
     def _options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         return {
@@ -252,3 +255,12 @@ class ScriptedCouncil:
             "env": {"PATH": os.defpath, "HOME": str(self.rune_dir.parent)},
             **options,
         }
+
+
+def _with_options(call: Callable[..., Any], request: object, options: dict[str, Any]) -> Any:
+    """Calls ``convene``/``aconvene`` with one ``CouncilOptions`` where the typed front door
+    exists, else with the keyword arguments it replaces."""
+    options_type = getattr(import_module("rune_council"), "CouncilOptions", None)
+    if options_type is None:
+        return call(request, **options)
+    return call(request, options_type(**options))

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from rune_council import RuntimeConfigError, convene
+from rune_council import RuntimeConfigError
 from rune_council.runtimes import clis
 from rune_council.runtimes.adapters import ADAPTERS
 from rune_council.runtimes.plugins import GROUP, plugin_adapters
+from rune_council.testing import ScriptedCouncil
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, ROLLBACK, UNDO, answer
 
@@ -105,9 +106,9 @@ def test_an_installed_package_adds_a_cli_that_joins_the_council(tmp_path: Path, 
         "RUNE_COUNCIL_LOGIN_SHELL": "0",
         "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
     }
-    result = convene(
+    result = ScriptedCouncil(tmp_path / ".rune").convene(
         {"id": "plug", "question": Q, "n": 2, "artifact": {"name": "plan.md", "text": PLAN}},
-        rune_dir=tmp_path / ".rune",
+        runtimes=None,  # detect, as a caller without scripted voices would
         env=env,
     )
     detected = {d.runtime: d for d in result.runtime_report.detected}
