@@ -33,7 +33,6 @@ from .contract import (
     PerspectiveRequest,
     VoiceSource,
 )
-from .council import aconvene, convene
 from .runtime import ReplyCheck, RuntimeReply
 
 __all__ = [
@@ -239,12 +238,17 @@ class ScriptedCouncil:
     def convene(
         self, request: PerspectiveRequest | Mapping[str, Any], **options: Any
     ) -> CouncilResult:
+        # Imported on use: the pytest plug-in loads this module in every test session.
+        from .council import convene
+
         result: CouncilResult = _with_options(convene, request, self._options(options))
         return result
 
     async def aconvene(
         self, request: PerspectiveRequest | Mapping[str, Any], **options: Any
     ) -> CouncilResult:
+        from .council import aconvene
+
         result: CouncilResult = await _with_options(aconvene, request, self._options(options))
         return result
 
