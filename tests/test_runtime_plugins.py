@@ -181,6 +181,7 @@ def test_a_faulty_plug_in_is_one_clear_error_naming_it(
 
 
 def test_the_users_own_definition_wins_over_a_plug_in(tmp_path: Path, site: Path) -> None:
+    from rune_council.config import load_config
     from rune_council.runtimes.assembly import all_adapters
 
     install_distribution(
@@ -189,7 +190,12 @@ def test_the_users_own_definition_wins_over_a_plug_in(tmp_path: Path, site: Path
         "mistral = council_mistral_c:ADAPTER",
         ADAPTER_MODULE.format(name="mistral"),
     )
-    toml = {"runtimes": {"mistral": {"command": "my-mistral", "family": "meta"}}}
-    adapters = all_adapters([(tmp_path / "council.toml", toml)])
+    user = tmp_path / "xdg" / "rune-council"
+    user.mkdir(parents=True)
+    (user / "council.toml").write_text(
+        '[runtimes.mistral]\ncommand = "my-mistral"\nfamily = "meta"\n', encoding="utf-8"
+    )
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    adapters = all_adapters(load_config(tmp_path / ".rune", env))
     assert adapters["mistral"].executable == "my-mistral"
     assert adapters["claude"] is ADAPTERS["claude"]
