@@ -711,7 +711,10 @@ class VerdictMetadata(_Strict):
     dissenting_members: list[str] = Field(default_factory=list)
     uncertainty_markers: list[UncertaintyMarker] = Field(default_factory=list)
     revision_count: int = Field(default=1, description="Rounds completed.")
-    member_count: int = Field(description="Seats on the council, members added in rounds too.")
+    member_count: int = Field(
+        description="Members whose answer counted (passed GATE), in any round; dropped "
+        "voices are not members."
+    )
     council_type: CouncilType = "standard"
     converged_early: bool = False
     divergence_detected: bool = False

@@ -6,14 +6,16 @@ from .contract import CouncilResult
 from .safetext import plain
 
 
-def render(result: CouncilResult) -> str:
+def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> str:
+    """``status``: (status, why) to show instead of the file's own, e.g. abandoned."""
+    shown, why = status or (result.status, "")
     dropped = len(result.voices_dropped)
     detected = sorted(
         {d.model_family for d in result.runtime_report.detected if d.status == "available"}
     )
     used = result.runtime_report.used
     degraded = len(result.runtime_report.degraded_to_subagent)
-    stamp = result.decorrelation or f"(none: run {result.status})"
+    stamp = result.decorrelation or f"(none: run {shown})"
     lines = [
         f"## Council Result: {result.id}",
         f"- **Decorrelation**: {stamp}"
@@ -24,8 +26,8 @@ def render(result: CouncilResult) -> str:
         f"- **Runtime**: {', '.join(detected) or 'none detected'} → "
         f"{', '.join(used) or 'none'} (degraded: {degraded})",
     ]
-    if result.status != "complete":
-        lines.append(f"- **Status**: {result.status}")
+    if shown != "complete":
+        lines.append(f"- **Status**: {shown}" + (f" ({why})" if why else ""))
     for voice in result.voices:
         tag = " fallback" if voice.is_fallback else ""
         role = "" if voice.slot_role == "standard" else f" [{voice.slot_role}]"

@@ -184,15 +184,25 @@ class RunSummary:
     problem: str | None = None
 
 
+def displayed_status(result: CouncilResult, *, host: str | None = None) -> tuple[str, str]:
+    """The status a reader is shown: a running run whose writer is gone is abandoned.
+
+    ``list`` and ``show`` both go through this, so they never disagree about one run.
+    """
+    if result.status in UNFINISHED:
+        live = liveness(result, host=host)
+        if live.state == "gone":
+            return "abandoned", f"{live.detail}; the run will never finish"
+    return result.status, ""
+
+
 def summarise(path: Path, *, host: str | None = None) -> RunSummary:
     try:
         result = load(path)
     except RunFileError as exc:
         run_id = path.stem.removeprefix("run-")
         return RunSummary(path, run_id, "", "unreadable", None, 0, 0, "", None, str(exc))
-    status: str = result.status
-    if status in UNFINISHED and liveness(result, host=host).state == "gone":
-        status = "abandoned"
+    status, _ = displayed_status(result, host=host)
     end = result.finished_at
     if end is None and status in UNFINISHED:
         end = dt.datetime.now(dt.UTC).isoformat()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
 import re
 import shutil
 import socket
@@ -73,11 +75,28 @@ def test_show_by_id_looks_in_the_rune_dir(tmp_path: Path) -> None:
     assert json.loads(as_json.output)["id"] == "mine"
 
 
-def test_show_of_a_run_in_progress_says_so() -> None:
-    result = invoke("show", str(SKELETON))
+def test_show_of_a_run_in_progress_says_so(tmp_path: Path) -> None:
+    live = example(SKELETON, id="live")
+    live["orchestrator"].update(pid=os.getpid(), host=socket.gethostname())
+    now = dt.datetime.now(dt.UTC).isoformat()
+    live["orchestrator"].update(started_at=now, heartbeat_at=now)
+    rune = rune_dir_with(tmp_path, live)
+    result = invoke("show", "live", "--rune-dir", str(rune))
     assert result.exit_code == 0
     assert "- **Decorrelation**: (none: run running)" in result.output
     assert "- **Status**: running" in result.output
+
+
+def test_show_and_list_agree_that_a_run_whose_writer_died_is_abandoned(tmp_path: Path) -> None:
+    orphan = example(SKELETON, id="orphan")
+    orphan["orchestrator"].update(pid=dead_pid(), host=socket.gethostname())
+    rune = rune_dir_with(tmp_path, orphan)
+    listed = invoke("list", "--rune-dir", str(rune)).output.splitlines()[1].split()
+    shown = invoke("show", "orphan", "--rune-dir", str(rune)).output
+    assert listed[1] == "abandoned"
+    # Before: show printed "Status: running" for a run list called abandoned.
+    assert "- **Status**: running" not in shown
+    assert "- **Status**: abandoned (process" in shown
 
 
 @pytest.mark.parametrize(

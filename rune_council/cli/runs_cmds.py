@@ -124,12 +124,16 @@ def _event_line(result: CouncilResult, event: RunEvent) -> str:
     )
 
 
-def report(result: CouncilResult) -> str:
-    """The text ``rune council`` prints for a result: the Output Format, then deliberation."""
+def report(result: CouncilResult, *, status: tuple[str, str] | None = None) -> str:
+    """The text ``rune council`` prints for a result: the Output Format, then deliberation.
+
+    ``status`` is what the reader is told about the run when it differs from the file
+    (an abandoned run still says ``running`` inside).
+    """
     from ..deliberation.render import render_deliberation
     from ..render import render
 
-    return render(result) + render_deliberation(result)
+    return render(result, status=status) + render_deliberation(result)
 
 
 def _summary(result: CouncilResult) -> str:
@@ -262,11 +266,13 @@ def show_command(
         bool, typer.Option("--json", help="Print the run file's CouncilResult as JSON.")
     ] = False,
 ) -> None:
+    from ..runs import displayed_status
+
     result = _load(run, rune_dir)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
-        typer.echo(report(result))
+        typer.echo(report(result, status=displayed_status(result)))
 
 
 def _duration(seconds: float | None) -> str:

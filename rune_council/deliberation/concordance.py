@@ -238,3 +238,39 @@ def _rerank(values: Mapping[str, float], items: Sequence[str]) -> dict[str, floa
             out[x] = mean
         i = j + 1
     return out
+
+
+def standing_apart(means: Sequence[float | None]) -> list[bool]:
+    """Which members dissent: a mean Spearman below 0, against a council that has a centre.
+
+    When every member is below 0 (a cycle such as A>B>C, B>C>A, C>A>B) there is no majority
+    for anyone to stand apart from, so no one is named.
+    """
+    below = [m is not None and m < 0 for m in means]
+    return [False] * len(below) if below and all(below) else below
+
+
+def majority_cycle(ballots: Sequence[Ballot], items: Sequence[str]) -> list[str] | None:
+    """A cycle in the pairwise majorities (x beats y on more ballots than y beats x), if any."""
+    tables = [ranks(b, items) for b in ballots]
+    beats: dict[str, list[str]] = {x: [] for x in items}
+    for x in items:
+        for y in items:
+            if x != y and sum(t[x] < t[y] for t in tables) > sum(t[y] < t[x] for t in tables):
+                beats[x].append(y)
+
+    def walk(path: list[str]) -> list[str] | None:
+        for nxt in beats[path[-1]]:
+            if nxt == path[0] and len(path) > 2:
+                return [*path, nxt]
+            if nxt not in path:
+                found = walk([*path, nxt])
+                if found:
+                    return found
+        return None
+
+    for start in items:
+        found = walk([start])
+        if found:
+            return found
+    return None

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..contract import Claim, ClaimCluster, ConsolidatedItem, DroppedLine, Voice
+from ..stages.gate import stance_reason
 from ..text import normalise
 from .dsl import parse, quote
 
@@ -158,8 +159,9 @@ def deterministic_merge(
             for v in group:  # no shared position to merge on
                 add(v.stance or "", [f"{v.id}.stance"], [v.id])
             continue
+        reason = stance_reason(group[0].stance or "")
         add(
-            f"{position.upper()}: {group[0].stance}",
+            f"{position.upper()}: {reason or '(no reason given)'}",
             [f"{v.id}.stance" for v in group],
             [v.id for v in group],
         )

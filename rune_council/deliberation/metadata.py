@@ -30,6 +30,19 @@ def _standing(d: Deliberation) -> tuple[ConsensusScore | None, list[str]]:
     return standing.consensus, list(standing.dissenters)
 
 
+def member_count(result: CouncilResult) -> int:
+    """Members whose answer counted, in the first pass or in any later round.
+
+    A voice dropped by dispatch or GATE held a seat but said nothing the verdict used, so it
+    is no member of the verdict.
+    """
+    counted = {v.id for v in result.voices if v.status == "complete"}
+    if result.deliberation is not None:
+        for record in result.deliberation.rounds:
+            counted.update(v.voice_id for v in record.voices if v.status == "complete")
+    return len(counted)
+
+
 def verdict_metadata(result: CouncilResult) -> VerdictMetadata:
     d = result.deliberation
     score = None
@@ -62,7 +75,7 @@ def verdict_metadata(result: CouncilResult) -> VerdictMetadata:
         dissenting_members=dissenters,
         uncertainty_markers=markers,
         revision_count=max(1, len(d.rounds)) if d is not None else 1,
-        member_count=len(result.voices),
+        member_count=member_count(result),
         council_type=d.council_type if d is not None else "standard",
         converged_early=d.converged_early if d is not None else False,
         divergence_detected=d.divergence_detected if d is not None else False,

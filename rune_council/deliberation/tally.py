@@ -216,14 +216,28 @@ def tally(transcript: Transcript) -> TallyReport:
         else:
             tables = [concordance.ranks(b, active) for b in ballots]
             means = concordance.mean_spearman(tables, active)
-        for detail, mean, levels in zip(rankers, means, ballots, strict=True):
-            if not levels:
-                continue
-            mean = None if mean is None else round(mean, ROUNDING)
+        placed = [
+            (detail, None if mean is None else round(mean, ROUNDING))
+            for detail, mean, levels in zip(rankers, means, ballots, strict=True)
+            if levels
+        ]
+        apart = concordance.standing_apart([mean for _, mean in placed])
+        for (detail, mean), dissenting in zip(placed, apart, strict=True):
             detail.mean_spearman = None if mean is None else round(mean, 6)
-            if len(counted) >= MIN_RANKERS_FOR_DISSENT and mean is not None and mean < 0:
+            if len(counted) >= MIN_RANKERS_FOR_DISSENT and dissenting:
                 detail.dissenting = True
                 dissenters.append(detail.ranker)
+        everyone_below = bool(placed) and all(m is not None and m < 0 for _, m in placed)
+        if len(counted) >= MIN_RANKERS_FOR_DISSENT and everyone_below:
+            cycle = concordance.majority_cycle(counted, active)
+            shape = (
+                f"the rankings form a cycle ({' > '.join(cycle)})"
+                if cycle
+                else "every ranking disagrees with the others"
+            )
+            consensus.note = "; ".join(
+                x for x in (consensus.note, f"{shape}: no ranker stands apart") if x
+            )
 
     synth_moves = [m for m in moves if m.verb == "SYNTH"]
     synth = None

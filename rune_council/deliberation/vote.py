@@ -145,11 +145,9 @@ def approval_concordance(
     if len(ballots) >= 3 and len(labels) >= 2:
         tables = [concordance.ranks(b, labels) for b in ballots]
         means = concordance.mean_spearman(tables, labels)
-        dissenters = [
-            v
-            for v, mean in zip(choices, means, strict=True)
-            if mean is not None and round(mean, 9) < 0
-        ]
+        rounded = [None if mean is None else round(mean, 9) for mean in means]
+        apart = concordance.standing_apart(rounded)
+        dissenters = [v for v, dissenting in zip(choices, apart, strict=True) if dissenting]
     return (
         ConsensusScore(
             w=None if w is None else round(w, 9),

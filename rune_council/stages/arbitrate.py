@@ -172,6 +172,37 @@ def _devils_check(
     return _slot_check(slot, "countered", "; ".join(parts))
 
 
+# The severities a caller must put to a person when no consensus settles them: MUST and
+# SHOULD, the CRITICAL and HIGH of the contract's mapping (contracts/council-voice-contract.md).
+DECISION_SEVERITIES: frozenset[Severity] = frozenset({"MUST", "SHOULD"})
+
+
+def unresolved_claims(agreement: Agreement) -> list[DissentEntry]:
+    """Dissent at MUST or SHOULD whose claims no consensus entry carries.
+
+    A dissent entry is settled only when every claim it stands for is also in consensus
+    (a correlated-wording note about an agreed claim, say); anything else stays open.
+    """
+    agreed = {i for c in agreement.consensus_claims for i in c.claim_ids}
+    return [
+        d
+        for d in agreement.dissent
+        if d.severity in DECISION_SEVERITIES and not (d.claim_ids and set(d.claim_ids) <= agreed)
+    ]
+
+
+def decision_text(unresolved: list[DissentEntry]) -> str | None:
+    """Names every unresolved claim, so the caller can put each one to a person."""
+    if not unresolved:
+        return None
+    items = "; ".join(
+        f"({k}) [{d.severity}] {d.claim} ({d.label}, {', '.join(d.voice_ids) or 'council'})"
+        for k, d in enumerate(unresolved, start=1)
+    )
+    noun = "claim" if len(unresolved) == 1 else "claims"
+    return f"{len(unresolved)} unresolved MUST/SHOULD {noun} no consensus settles: {items}"
+
+
 def arbitrate(
     voices: list[Voice], clusters: list[ClaimCluster], near_verbatim: list[NearVerbatim]
 ) -> Arbitration:
@@ -309,21 +340,14 @@ def arbitrate(
     if devils is not None and devils.outcome == "no-counterclaims":
         notes.append("devil's advocate found no substantive counter-claim: the majority held")
 
-    unresolved = [d for d in dissent if d.severity == "MUST" and d.label != "correlated-penalty"]
-    needs = bool(unresolved)
-    decision = None
-    if needs:
-        top = unresolved[0]
-        decision = (
-            f"Unresolved MUST-level claim ({top.label}, {', '.join(top.voice_ids)}): {top.claim}"
-        )
     dissent.sort(key=lambda d: (SEVERITY_ORDER[d.severity], d.label))
+    unresolved = unresolved_claims(Agreement(consensus_claims=consensus, dissent=dissent))
     return Arbitration(
         decorrelation=stamp,
         distinct_families=families,
         agreement=Agreement(consensus_claims=consensus, dissent=dissent),
         checks=Checks(perturbation=perturbation, devils_advocate=devils),
-        needs_decision=needs,
-        decision=decision,
+        needs_decision=bool(unresolved),
+        decision=decision_text(unresolved),
         notes=notes,
     )

@@ -6,6 +6,8 @@ correlate the second answer with the prompt that just failed.
 
 from __future__ import annotations
 
+import re
+
 from rapidfuzz import fuzz
 
 from ..answer import contract_answers, extract_answer
@@ -19,6 +21,14 @@ _POSITIONS = {"yes": "yes", "no": "no", "mixed": "mixed"}
 def position_of(stance: str) -> str:
     words = normalise(stance).split()
     return _POSITIONS.get(words[0], "unclear") if words else "unclear"
+
+
+_LEADING_POSITION = re.compile(r"^\s*(?:yes|no|mixed)\b[\s:;,.!\u2014\u2013-]*", re.IGNORECASE)
+
+
+def stance_reason(stance: str) -> str:
+    """The stance without its leading YES / NO / MIXED, for text that states the position."""
+    return _LEADING_POSITION.sub("", stance, count=1).strip()
 
 
 def topic_score(echo: str, question: str) -> float:

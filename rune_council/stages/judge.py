@@ -18,6 +18,11 @@ from .normalize import normalize
 OnDrop = Callable[[Voice, DroppedVoice], None]
 
 
+def used_runtimes(result: CouncilResult) -> list[str]:
+    """Runtimes that produced an answer; one that only failed was tried, not used."""
+    return sorted({a.runtime for v in result.voices for a in v.attempts if a.outcome == "ok"})
+
+
 def judge(
     result: CouncilResult, artifact_name: str | None, on_drop: OnDrop | None = None
 ) -> list[str]:
@@ -47,6 +52,6 @@ def judge(
     result.decision = verdict.decision
     result.voices_valid = sum(1 for v in result.voices if v.status == "complete")
     report = result.runtime_report
-    report.used = sorted({a.runtime for v in result.voices for a in v.attempts})
+    report.used = used_runtimes(result)
     report.degraded_to_subagent = [v.id for v in result.voices if v.is_fallback]
     return verdict.notes

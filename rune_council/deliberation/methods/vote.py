@@ -152,7 +152,8 @@ def _verdict(result: VoteResult) -> str:
             f"no {', '.join(i.no)}."
         )
     if result.absent:
-        lines.append("Absent: " + ", ".join(f"{a.voice_id} ({a.reason})" for a in result.absent))
+        # A blank line first: an [UNCERTAIN] marker runs to the end of its paragraph.
+        lines.append("\nAbsent: " + ", ".join(f"{a.voice_id} ({a.reason})" for a in result.absent))
     return "\n".join(lines)
 
 
