@@ -385,8 +385,11 @@ def test_council_of_three_real_clis_reaches_cross_family_consensus(
     assert [(d["label"], d["families"]) for d in solo] == [("single-voice", ["google"])], dissent
     assert "reporting" in solo[0]["claim"].lower()
     assert not any(d["label"] == "correlated-penalty" for d in dissent), dissent
-    # The MUST-level finding is settled by consensus, so nothing is left to decide.
-    assert result["needs_decision"] is False, result["decision"]
+    # The MUST-level finding is settled by consensus; gemini's lone SHOULD-level finding
+    # (HIGH) is not, so a person must decide it, and the decision names only that one.
+    assert result["needs_decision"] is True
+    assert "[SHOULD]" in result["decision"] and "reporting" in result["decision"].lower()
+    assert "[MUST]" not in result["decision"], result["decision"]
 
     # What reached the "model": one call per CLI, each carrying the question, so the
     # prompt travelled on stdin ...
