@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import re
 
-from rapidfuzz import fuzz
-
 from ..answer import contract_answers, extract_answer
 from ..contract import Claim, DroppedVoice, PerspectiveRequest, VerifiedEvidence, Voice
-from ..text import content_words, normalise
+from ..text import normalise
+from .topic import topic_match
 
 GATE = "council.gate"
 _POSITIONS = {"yes": "yes", "no": "no", "mixed": "mixed"}
@@ -32,18 +31,8 @@ def stance_reason(stance: str) -> str:
 
 
 def topic_score(echo: str, question: str) -> float:
-    """How far the echoed question is the asked one: word overlap either way, or fuzzy."""
-    asked, echoed = content_words(question), content_words(echo)
-    if not asked:
-        return 1.0
-    shared = asked & echoed
-    recall = len(shared) / len(asked)
-    precision = len(shared) / len(echoed) if echoed else 0.0
-    fuzzy = fuzz.token_sort_ratio(normalise(echo), normalise(question)) / 100
-    return max(recall, precision if len(shared) >= 2 else 0.0, fuzzy)
-
-
-ON_TOPIC_THRESHOLD = 0.5
+    """How far the echoed question is about what the asked one is about (0..1)."""
+    return topic_match(echo, question).score
 
 
 def _drop(voice: Voice, reason: str) -> DroppedVoice:
@@ -83,13 +72,11 @@ def gate(
     voice.question_echo = answer.question_echo
     voice.stance = answer.stance
     voice.position = position_of(answer.stance)  # type: ignore[assignment]
-    score = topic_score(answer.question_echo, request.question)
-    if score < ON_TOPIC_THRESHOLD:
+    match = topic_match(answer.question_echo, request.question)
+    if not match.on_topic():
         voice.validity.on_topic = "fail"
         return _drop(
-            voice,
-            f"off-topic: answered {answer.question_echo[:200]!r} (match {score:.2f} "
-            f"< {ON_TOPIC_THRESHOLD})",
+            voice, f"off-topic: answered {answer.question_echo[:200]!r}: {match.explain()}"
         )
     voice.validity.on_topic = "pass"
     voice.claims = [
