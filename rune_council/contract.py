@@ -332,6 +332,18 @@ class MatchedBy(_Strict):
     method: Literal["anchor", "arbiter"]
     model: str
     key: str = Field(description="The shared anchor or evidence ref that made the match.")
+    point: str | None = Field(
+        default=None,
+        description="(2.2) Why the claims make the same point, beyond sharing the place.",
+    )
+
+
+class ClaimWording(_Strict):
+    """(2.2) One member claim of an agreement, in its own voice's words."""
+
+    claim_id: str
+    voice_id: str
+    text: str
 
 
 class ClaimCluster(_Strict):
@@ -351,6 +363,10 @@ class ConsensusClaim(_Strict):
     families: list[str]
     matched_by: MatchedBy
     severity: Severity | None = None
+    members: list[ClaimWording] = Field(
+        default_factory=list,
+        description="(2.2) Every member claim in its own words: what exactly was agreed.",
+    )
 
 
 class DissentEntry(_Strict):
@@ -361,6 +377,11 @@ class DissentEntry(_Strict):
     claim_ids: list[str] = Field(default_factory=list)
     severity: Severity | None = None
     detail: str = ""
+    members: list[ClaimWording] = Field(
+        default_factory=list,
+        description="(2.2) The member claims in their own words, when several voices' claims "
+        "were matched into one entry.",
+    )
 
 
 class Agreement(_Strict):

@@ -48,6 +48,7 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
             f"- {c.claim} — voices: {', '.join(c.voice_ids)}, families: {', '.join(c.families)}"
             f" (matched by {c.matched_by.method}: {c.matched_by.key})"
         )
+        lines += [f"  - {m.voice_id}: {m.text}" for m in c.members]
 
     lines += ["", "### Dissent"]
     if not result.agreement.dissent:
@@ -57,6 +58,8 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
         lines.append(f"- {sev}{d.claim} — {', '.join(d.voice_ids) or 'council'} — {d.label}")
         if d.detail:
             lines.append(f"  - {d.detail}")
+        if d.label != "disagreement":  # a disagreement's claim already quotes each member
+            lines += [f"  - {m.voice_id}: {m.text}" for m in d.members]
 
     lines += ["", "### Needs Decision"]
     lines.append(result.decision if result.needs_decision and result.decision else "- no")

@@ -14,6 +14,7 @@ from ..contract import (
     Checks,
     Claim,
     ClaimCluster,
+    ClaimWording,
     ConsensusClaim,
     Decorrelation,
     DissentEntry,
@@ -217,6 +218,11 @@ def arbitrate(
         members = [claims[i] for i in cluster.claim_ids]
         text = members[0].text
         severity = _strongest(members)
+        wordings = (
+            [ClaimWording(claim_id=c.id, voice_id=c.voice_id, text=c.text) for c in members]
+            if len(members) > 1
+            else []
+        )
         if len(cluster.voice_ids) < 2:
             dissent.append(
                 DissentEntry(
@@ -240,6 +246,7 @@ def arbitrate(
                     claim_ids=cluster.claim_ids,
                     severity=severity,
                     detail="voices matched on the same place but say opposite things",
+                    members=wordings,
                 )
             )
             continue
@@ -261,6 +268,7 @@ def arbitrate(
                     families=cluster.families,
                     matched_by=cluster.matched_by,
                     severity=severity,
+                    members=wordings,
                 )
             )
         else:
@@ -273,6 +281,7 @@ def arbitrate(
                     claim_ids=cluster.claim_ids,
                     severity=severity,
                     detail=_why_not_consensus(members, by_id, stamp),
+                    members=wordings,
                 )
             )
 

@@ -1,9 +1,10 @@
 """Step 5, NORMALIZE: check evidence mechanically, then decide which claims are "the same".
 
 Evidence is checked by the council against the artifact (quote present at the cited place),
-never by the voice that cited it. Two claims match only through a shared anchor or a shared
-evidence ref; wording similarity alone never makes a match. Near-verbatim wording is
-detected separately, as a warning sign of correlated voices.
+never by the voice that cited it. Two claims are one claim only when they share a place (an
+anchor or an evidence ref) and make the same point there (``point.same_point``); wording
+similarity alone never makes a match. Near-verbatim wording is detected separately, as a
+warning sign of correlated voices.
 """
 
 from __future__ import annotations
@@ -11,18 +12,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Literal
 
 from rapidfuzz import fuzz
 
 from ..contract import Claim, ClaimCluster, MatchedBy, Verified, Voice
 from ..text import content_words, negated, normalise, polarity_differs, strip_negations
+from .point import same_point
 
 VERIFIER = "council.mechanical"
-MATCHER = "rune-council/normalize-v2 (deterministic)"
+MATCHER = "rune-council/normalize-v3 (deterministic: shared place, same point)"
 NEAR_VERBATIM = 85.0
-# A shared ref is required for an arbiter match; on top of it the claims must rest on the
-# same quote or read alike, so two unrelated remarks about one line stay apart.
-ARBITER_SIMILARITY_FLOOR = 45.0
 NEARBY_LINES = 2
 OPPOSED_SIMILARITY = 80.0
 # A quote verifies a claim only if it can stand for one place in the artifact: three words
@@ -166,33 +166,6 @@ def _anchor_key(anchor: str, artifact_name: str | None) -> str:
     return normalise(anchor)
 
 
-class _Union:
-    def __init__(self, items: list[str]) -> None:
-        self.parent = {i: i for i in items}
-
-    def find(self, x: str) -> str:
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
-
-    def join(self, a: str, b: str) -> None:
-        self.parent[self.find(a)] = self.find(b)
-
-
-def _quotes(claim: Claim) -> set[str]:
-    return {_squash(_GUTTER.sub("", e.quote)).lower() for e in claim.evidence if e.quote}
-
-
-def _same_quote(a: Claim, b: Claim) -> bool:
-    """Both claims rest on the same words of the source (one quote inside the other)."""
-    return any(qa and qb and (qa in qb or qb in qa) for qa in _quotes(a) for qb in _quotes(b))
-
-
-def _similar(a: str, b: str) -> bool:
-    return fuzz.token_set_ratio(normalise(a), normalise(b)) >= ARBITER_SIMILARITY_FLOOR
-
-
 def opposed(a: str, b: str) -> bool:
     """The same statement with a negation on one side only ("X is / is not a bottleneck").
 
@@ -205,65 +178,119 @@ def opposed(a: str, b: str) -> bool:
     return fuzz.token_sort_ratio(strip_negations(a), strip_negations(b)) >= OPPOSED_SIMILARITY
 
 
-def cluster_claims(voices: list[Voice], artifact_name: str | None) -> list[ClaimCluster]:
+@dataclass(frozen=True)
+class _Place:
+    """Where two claims meet: the shared anchor or evidence ref, and the words found there."""
+
+    method: Literal["anchor", "arbiter"]
+    key: str
+    text: str
+
+
+def _claim_refs(claim: Claim, artifact_name: str | None) -> list[Ref]:
+    refs = [parse_ref(e.ref, artifact_name) for e in claim.evidence]
+    if claim.anchor and claim.anchor.strip():
+        refs.append(parse_ref(claim.anchor, artifact_name))
+    return refs
+
+
+def _lines_at(ref: Ref, lines: list[str]) -> str:
+    if ref.target != "@artifact" or ref.start is None:
+        return ""
+    return " ".join(lines[max(0, ref.start - 1) : min(len(lines), ref.end or ref.start)])
+
+
+def _shared_place(a: Claim, b: Claim, artifact_name: str | None, lines: list[str]) -> _Place | None:
+    """The place both claims cite, if any: an anchor first, else an evidence ref."""
+    where = [q for c in (a, b) for q in [c.anchor or ""] + [e.quote or "" for e in c.evidence]]
+    if a.anchor and b.anchor:
+        ka, kb = _anchor_key(a.anchor, artifact_name), _anchor_key(b.anchor, artifact_name)
+        if ka == kb:
+            ref = parse_ref(a.anchor, artifact_name)
+            return _Place("anchor", ka, " ".join([_lines_at(ref, lines), *where]))
+    for ra in _claim_refs(a, artifact_name):
+        for rb in _claim_refs(b, artifact_name):
+            if ra.overlaps(rb):
+                key = ra.target + (f":{ra.start}" if ra.start is not None else "")
+                return _Place("arbiter", key, " ".join([_lines_at(ra, lines), *where]))
+    return None
+
+
+def cluster_claims(
+    voices: list[Voice], artifact_name: str | None, artifact: str | None = None
+) -> list[ClaimCluster]:
+    """Claims of different voices become one claim only at a shared place and on one point.
+
+    A shared anchor or evidence ref is required (wording alone never matches), and on top
+    of it the claims must make the same point (``same_point``): unrelated remarks about one
+    line stay apart. Groups grow by complete linkage, so every pair of voices in a group
+    has made the same point at a shared place; a chain A~B, B~C does not pull A and C
+    together.
+    """
     claims: list[Claim] = [c for v in voices for c in v.claims]
     family = {v.id: v.model_family for v in voices}
-    union = _Union([c.id for c in claims])
-    # Which rule joined which claim; resolved per final group once all joins are done.
-    joined_by: list[tuple[str, MatchedBy]] = []
+    lines = artifact.splitlines() if artifact is not None else []
+    order = {c.id: k for k, c in enumerate(claims)}
 
-    # 1. Anchor match: same anchor from different voices.
-    anchors: dict[str, list[Claim]] = {}
-    for c in claims:
-        if c.anchor and c.anchor.strip():
-            anchors.setdefault(_anchor_key(c.anchor, artifact_name), []).append(c)
-    anchored: set[str] = set()
-    for key, group in anchors.items():
-        if len({c.voice_id for c in group}) < 2:
-            continue
-        for other in group[1:]:
-            union.join(other.id, group[0].id)
-        joined_by.append((group[0].id, MatchedBy(method="anchor", model=MATCHER, key=key)))
-        anchored.update(c.id for c in group)
-
-    # 2. Arbiter cluster for what anchors left alone: a shared evidence ref is mandatory.
-    rest = [c for c in claims if c.id not in anchored]
-    refs = {c.id: [parse_ref(e.ref, artifact_name) for e in c.evidence] for c in rest}
-    for a, b in combinations(rest, 2):
+    links: dict[frozenset[str], MatchedBy] = {}
+    for a, b in combinations(claims, 2):
         if a.voice_id == b.voice_id:
             continue
-        shared = next((ra for ra in refs[a.id] for rb in refs[b.id] if ra.overlaps(rb)), None)
-        if shared is None:
+        place = _shared_place(a, b, artifact_name, lines)
+        if place is None:
             continue
-        if not (_same_quote(a, b) or _similar(a.text, b.text)):
-            continue
-        union.join(b.id, a.id)
-        key = shared.target + (f":{shared.start}" if shared.start is not None else "")
-        joined_by.append((a.id, MatchedBy(method="arbiter", model=MATCHER, key=key)))
+        point = same_point(a.text, b.text, place.text)
+        if point.same:
+            links[frozenset((a.id, b.id))] = MatchedBy(
+                method=place.method, model=MATCHER, key=place.key, point=point.why
+            )
 
-    groups: dict[str, list[Claim]] = {}
-    for c in claims:
-        groups.setdefault(union.find(c.id), []).append(c)
+    group_of: dict[str, list[Claim]] = {c.id: [c] for c in claims}
+
+    def linked(x: list[Claim], y: list[Claim]) -> bool:
+        return all(
+            frozenset((p.id, q.id)) in links for p in x for q in y if p.voice_id != q.voice_id
+        )
+
+    joined_by: dict[int, MatchedBy] = {}
+    for pair in sorted(links, key=lambda p: sorted(order[i] for i in p)):
+        a_id, b_id = sorted(pair, key=order.__getitem__)
+        ga, gb = group_of[a_id], group_of[b_id]
+        if ga is gb or not linked(ga, gb):
+            continue
+        ga.extend(gb)
+        ga.sort(key=lambda c: order[c.id])
+        for c in gb:
+            group_of[c.id] = ga
+        joined_by.setdefault(id(ga), links[pair])
+
     clusters: list[ClaimCluster] = []
-    for root, members in groups.items():
-        voice_ids = sorted({c.voice_id for c in members}, key=lambda v: int(v[1:]))
-        matched = None
-        if len(voice_ids) > 1:
-            matched = next((m for cid, m in joined_by if union.find(cid) == root), None)
+    seen: set[int] = set()
+    for c in claims:
+        members = group_of[c.id]
+        if id(members) in seen:
+            continue
+        seen.add(id(members))
+        voice_ids = sorted({m.voice_id for m in members}, key=_voice_order)
         conflicting = any(
             opposed(a.text, b.text) for a, b in combinations(members, 2) if a.voice_id != b.voice_id
         )
         clusters.append(
             ClaimCluster(
                 id=f"k{len(clusters) + 1}",
-                claim_ids=[c.id for c in members],
+                claim_ids=[m.id for m in members],
                 voice_ids=voice_ids,
                 families=sorted({family[v] for v in voice_ids}),
-                matched_by=matched,
+                matched_by=joined_by.get(id(members)) if len(voice_ids) > 1 else None,
                 conflicting=conflicting,
             )
         )
     return clusters
+
+
+def _voice_order(voice_id: str) -> tuple[int, str]:
+    digits = voice_id[1:]
+    return (int(digits), voice_id) if digits.isdigit() else (1 << 30, voice_id)
 
 
 def near_verbatim_pairs(voices: list[Voice]) -> list[NearVerbatim]:
@@ -292,6 +319,6 @@ def normalize(voices: list[Voice], artifact_name: str | None, artifact: str | No
     verify_claims(valid, artifact_name, artifact)
     return Normalized(
         voices=voices,
-        clusters=cluster_claims(valid, artifact_name),
+        clusters=cluster_claims(valid, artifact_name, artifact),
         near_verbatim=near_verbatim_pairs(valid),
     )

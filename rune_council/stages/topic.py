@@ -57,7 +57,7 @@ ENTITY_WEIGHT = 2.0
 ON_TOPIC_THRESHOLD = 0.5
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     for suffix in (
         "ations",
         "ation",
@@ -74,7 +74,11 @@ def _stem(word: str) -> str:
     ):
         # Four letters at least stay: "logs" -> "log", but "bus" and "gas" keep their s.
         if len(word) - len(suffix) >= 3 and word.endswith(suffix) and not word.endswith("ss"):
-            return word[: -len(suffix)]
+            base = word[: -len(suffix)]
+            # "flipping" -> "flipp" -> "flip", so it meets "flips" -> "flip".
+            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2]:
+                base = base[:-1]
+            return base
     return word
 
 
@@ -102,10 +106,10 @@ class Subject:
         "the plan" for plan.md, "the client module" for client.py: a restatement often
         drops the extension, and that still names the same file.
         """
-        if any(_entity_match(entity, x) for x in self.entities):
+        if any(entity_match(entity, x) for x in self.entities):
             return True
         bare = re.split(r"[./:#]", entity, maxsplit=1)[0]
-        return len(bare) >= 3 and (bare in self.structure or _stem(bare) in self.terms)
+        return len(bare) >= 3 and (bare in self.structure or stem(bare) in self.terms)
 
 
 def subject_of(text: str) -> Subject:
@@ -129,7 +133,7 @@ def _classify(raw: str, entities: set[str], terms: set[str], structure: set[str]
         if word in STOPWORDS or word in STRUCTURE_WORDS or word in NEGATIONS:
             structure.add(word)
         elif len(word) > 1:
-            terms.add(_stem(word))
+            terms.add(stem(word))
 
 
 def _synonyms(stem: str) -> frozenset[str]:
@@ -139,7 +143,7 @@ def _synonyms(stem: str) -> frozenset[str]:
     return frozenset({stem})
 
 
-def _term_match(a: str, b: str) -> bool:
+def term_match(a: str, b: str) -> bool:
     if a == b:
         return True
     shorter, longer = sorted((a, b), key=len)
@@ -148,7 +152,7 @@ def _term_match(a: str, b: str) -> bool:
     return bool(_synonyms(a) & _synonyms(b)) and _synonyms(a) != frozenset({a})
 
 
-def _entity_match(a: str, b: str) -> bool:
+def entity_match(a: str, b: str) -> bool:
     if a == b:
         return True
     shorter, longer = sorted((a, b), key=len)
@@ -202,11 +206,11 @@ def topic_match(echo: str, question: str) -> TopicMatch:
             missing.append(e)
             weight_missing += ENTITY_WEIGHT
     novel = [
-        e for e in sorted(echoed.entities) if not any(_entity_match(e, x) for x in asked.entities)
+        e for e in sorted(echoed.entities) if not any(entity_match(e, x) for x in asked.entities)
     ]
     weight_novel += ENTITY_WEIGHT * len(novel)
     for t in sorted(asked.terms):
-        if any(_term_match(t, x) for x in echoed.terms):
+        if any(term_match(t, x) for x in echoed.terms):
             shared.append(t)
             weight_shared += 1
         else:
@@ -224,7 +228,7 @@ def topic_match(echo: str, question: str) -> TopicMatch:
             swapped=True,
         )
     novel_terms = [
-        t for t in sorted(echoed.terms) if not any(_term_match(t, x) for x in asked.terms)
+        t for t in sorted(echoed.terms) if not any(term_match(t, x) for x in asked.terms)
     ]
     novel += novel_terms
     weight_novel += len(novel_terms)

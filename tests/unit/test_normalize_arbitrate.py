@@ -115,7 +115,7 @@ def test_anchor_match_clusters_before_evidence() -> None:
             [
                 {
                     **claim(
-                        "Step 5 leaves us stuck if it fails",
+                        "Step 5 gives no way to roll back if it fails",
                         ref="plan.md:6",
                         quote="No rollback step is defined.",
                     ),
@@ -127,6 +127,12 @@ def test_anchor_match_clusters_before_evidence() -> None:
     _, verdict = run([a, b])
     [c] = verdict.agreement.consensus_claims
     assert c.matched_by.method == "anchor"
+    assert c.matched_by.point == "both take up the line's rollback"
+    # Each member's own wording is kept: a reader sees what exactly was agreed.
+    assert [(m.voice_id, m.text) for m in c.members] == [
+        ("v1", "The plan has no rollback step"),
+        ("v2", "Step 5 gives no way to roll back if it fails"),
+    ]
 
 
 def test_similar_prose_alone_never_matches() -> None:
