@@ -318,6 +318,7 @@ async def _aconvene(
             sub,
             req.budget,
             lambda voice, detail: run.emit("voice.status", voice, detail),
+            prefer=req.diversity.prefer_model_families,
         )
         _finish(run, req, artifact_name, artifact_text, close=req.deliberation is None)
         if req.deliberation is not None:

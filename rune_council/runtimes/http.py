@@ -429,6 +429,12 @@ class HttpRuntime:
         return self.choice.model
 
     @property
+    def reseats(self) -> bool:
+        """Whether a slot this model failed may go on to other runtimes (the endpoint's
+        ``failover_on_failure``)."""
+        return self.pool.failover if self.pool is not None else True
+
+    @property
     def model_family(self) -> str:
         return self.choice.family
 

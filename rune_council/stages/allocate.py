@@ -90,6 +90,20 @@ def seat_order(candidates: list[Candidate], prefer: list[str]) -> list[Candidate
     return order
 
 
+def reseat(idle: list[Candidate], held_families: set[str], prefer: list[str]) -> Candidate | None:
+    """Who takes over a slot whose voice failed: ALLOCATE's own rule, run again.
+
+    The idle runtimes are ranked exactly as at allocation (one per family first, preferred
+    families first); the first of a confirmed family the council does not hold yet wins,
+    else the first idle runtime of any kind. A subagent comes after this returns None.
+    """
+    order = seat_order(idle, prefer)
+    for c in order:
+        if c.family_confidence == "confirmed" and c.model_family not in held_families:
+            return c
+    return order[0] if order else None
+
+
 def allocate(
     request: PerspectiveRequest,
     external: list[Candidate],

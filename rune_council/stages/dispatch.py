@@ -1,9 +1,13 @@
-"""Step 3, DISPATCH + DEGRADE: every slot at once; a failed external slot falls to a subagent.
+"""Step 3, DISPATCH + DEGRADE: every slot at once; a failed slot is seated again.
 
 This stage owns no process or HTTP code: each runtime does its own I/O behind ``ask``. What
-lives here is the slot's life: queued → running → complete, or running → (fallback running)
-→ complete / dropped, with every attempt kept and a callback at each transition so the
-recorder can rewrite the run file.
+lives here is the slot's life: queued → running → complete, or running → (another runtime
+running) → … → (subagent running) → complete / dropped, with every attempt kept and a
+callback at each transition so the recorder can rewrite the run file.
+
+A slot whose voice failed goes first to an idle runtime of a family the council does not
+hold yet, then to any idle runtime or endpoint model, and only then to the subagent; the
+choice is ALLOCATE's rule run again (``allocate.reseat``), and the slot keeps its role.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Callable, Mapping
 from ..answer import answer_problem
 from ..contract import Attempt, Budget, RawOutput, Voice
 from ..runtime import Answerer, ReplyCheck, Runtime, RuntimeReply
-from .allocate import SlotPrompts
+from .allocate import Candidate, SlotPrompts, reseat
 
 RAW_CHAR_CAP = 200_000
 DISPATCH = "council.dispatch"
@@ -77,6 +81,60 @@ def _drop(voice: Voice, reason: str) -> None:
     voice.latency_ms = sum(a.latency_ms or 0 for a in voice.attempts) or None
 
 
+class Seats:
+    """Which runtimes have a seat on this council, shared by all its slots.
+
+    A runtime is idle when it has not been seated in this dispatch at all: one that holds a
+    slot, answered for one, or failed is not offered again, so the choice does not depend
+    on which voice happened to finish first, and a runtime never speaks twice by accident.
+    Slots run on one event loop and nothing is awaited between choosing a runtime and
+    claiming it, so two slots never take the same one.
+    """
+
+    def __init__(
+        self,
+        voices: list[Voice],
+        runtimes: Mapping[str, Runtime],
+        subagent: Runtime | None,
+        prefer: list[str],
+    ) -> None:
+        self.voices = voices
+        self.runtimes = runtimes
+        self.subagent = subagent
+        self.prefer = prefer
+        self.seated = {v.runtime for v in voices}
+
+    def take_over(self, slot: Voice) -> Runtime | None:
+        """An idle runtime for ``slot``, claimed for it; None when only a subagent is left."""
+        idle = [
+            Candidate(r.name, r.source, r.model_family, r.family_confidence)
+            for name, r in self.runtimes.items()
+            if r is not self.subagent and name not in self.seated
+        ]
+        held = {
+            v.model_family
+            for v in self.voices
+            if v is not slot
+            and v.status != "dropped"
+            and not v.is_fallback
+            and v.family_confidence == "confirmed"
+        }
+        pick = reseat(idle, held, self.prefer)
+        if pick is None:
+            return None
+        self.seated.add(pick.runtime)
+        return self.runtimes[pick.runtime]
+
+
+def _seat(voice: Voice, runtime: Runtime) -> None:
+    voice.source = runtime.source
+    voice.runtime = runtime.name
+    model = getattr(runtime, "model", None)  # HTTP runtimes serve one named model
+    voice.model = model if isinstance(model, str) else None
+    voice.model_family = runtime.model_family
+    voice.family_confidence = runtime.family_confidence
+
+
 async def run_slot(
     voice: Voice,
     prompts: SlotPrompts,
@@ -84,13 +142,39 @@ async def run_slot(
     subagent: Runtime | None,
     budget: Budget,
     on_change: OnChange,
+    seats: Seats | None = None,
 ) -> Voice:
     async def ask(runtime: Runtime, prompt: str) -> RuntimeReply:
         # A slot wants a voice answer; a runtime with other models to try uses the check.
         return await ask_within(runtime, prompt, budget, check=answer_problem)
 
     failure = "no runtime could take this slot"
-    if primary is not None:
+    failures: list[str] = []
+    runtime = primary
+    while runtime is not None and runtime is not subagent:
+        if runtime is not primary:
+            _seat(voice, runtime)
+            on_change(voice, f"{failure}: the slot goes to {runtime.name}")
+        voice.status = "running"
+        on_change(voice, f"dispatched to {runtime.name}")
+        reply = await ask(runtime, prompts.primary)
+        voice.attempts.extend(_attempts(runtime, reply))
+        if reply.outcome == "ok":
+            _adopt(voice, reply.answered_by)
+            _complete(voice, reply)
+            tried = [a.runtime for a in voice.attempts[:-1]]
+            after = f" after {', '.join(dict.fromkeys(tried))} failed" if tried else ""
+            on_change(voice, f"{voice.runtime} answered{after}")
+            return voice
+        failure = f"{runtime.name}: {reply.outcome}: {reply.detail}"
+        failures.append(failure)
+        if seats is None or not getattr(runtime, "reseats", True):
+            break  # an endpoint configured without failover keeps its failures
+        seats.seated.update(a.runtime for a in voice.attempts)  # models its pool tried
+        runtime = seats.take_over(voice)
+    if failures:
+        failure = "; ".join(failures)
+    if primary is not None and primary is subagent:
         voice.status = "running"
         on_change(voice, f"dispatched to {primary.name}")
         reply = await ask(primary, prompts.primary)
@@ -98,14 +182,12 @@ async def run_slot(
         if reply.outcome == "ok":
             _adopt(voice, reply.answered_by)
             _complete(voice, reply)
-            failovers = f" after {primary.name} failed" if voice.runtime != primary.name else ""
-            on_change(voice, f"{voice.runtime} answered{failovers}")
+            on_change(voice, f"{voice.runtime} answered")
             return voice
         failure = f"{primary.name}: {reply.outcome}: {reply.detail}"
-        if primary is subagent:
-            _drop(voice, failure)
-            on_change(voice, failure)
-            return voice
+        _drop(voice, failure)
+        on_change(voice, failure)
+        return voice
 
     if subagent is None:
         reason = f"{failure}; no subagent configured to take the slot over"
@@ -143,11 +225,17 @@ async def dispatch(
     subagent: Runtime | None,
     budget: Budget,
     on_change: OnChange,
+    prefer: list[str] | None = None,
 ) -> list[Voice]:
-    """All slots in parallel; cancelling this cancels (and so kills) every voice."""
+    """All slots in parallel; cancelling this cancels (and so kills) every voice.
+
+    ``runtimes`` is every runtime the council may use, seated or not: the idle ones are
+    where a failed slot goes before the subagent.
+    """
+    seats = Seats(voices, runtimes, subagent, prefer or [])
     tasks = [
         asyncio.ensure_future(
-            run_slot(v, prompts[v.id], runtimes.get(v.runtime), subagent, budget, on_change)
+            run_slot(v, prompts[v.id], runtimes.get(v.runtime), subagent, budget, on_change, seats)
         )
         for v in voices
     ]
