@@ -589,6 +589,11 @@ class Consolidation(_Strict):
     attempt: Attempt | None = None
     dropped_lines: list[DroppedLine] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    digest: str | None = Field(
+        default=None,
+        description="(2.2) sha256 of the model-written content, taken when it was produced, "
+        "so verify can tell it was not edited since.",
+    )
 
 
 class ItemTally(_Strict):
@@ -653,6 +658,11 @@ class Synthesis(_Strict):
     open_questions: list[str] = Field(default_factory=list)
     closed: bool = True
     uncertainty_markers: list[UncertaintyMarker] = Field(default_factory=list)
+    digest: str | None = Field(
+        default=None,
+        description="(2.2) sha256 of the model-written content, taken when it was produced, "
+        "so verify can tell it was not edited since.",
+    )
 
 
 RiskSeverity = Literal["critical", "high", "medium", "low", "unrated"]
@@ -674,6 +684,11 @@ class RiskRegister(_Strict):
     by: str | None = None
     fallback: Literal["arithmetic"] | None = None
     fallback_reason: str | None = None
+    digest: str | None = Field(
+        default=None,
+        description="(2.2) sha256 of the model-written content, taken when it was produced, "
+        "so verify can tell it was not edited since.",
+    )
 
 
 class RoundVoice(_Strict):

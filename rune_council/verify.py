@@ -4,7 +4,10 @@ GATE, NORMALIZE and ARBITRATE are pure functions, so the raw text of every voice
 request and the artifact as the voices saw it are enough to compute the result again. The
 recomputation is compared with what the file says, field by field: a difference means the
 file was edited after the run, or the arbitration code changed since it was written.
-What this cannot check is the voices themselves: it takes the recorded raw answers as given.
+Everything derived is recomputed by the very functions the council ran (judge, the decision
+rule, the verdict metadata, each method's recount, the deterministic merge and arithmetic
+verdicts, the round decisions); model-written text is checked against the digest recorded
+when it was produced. What cannot be checked is listed in ``CANNOT_CHECK``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from .contract import (
     Validity,
     Voice,
 )
+from .deliberation.metadata import settle_decision, verdict_metadata
 from .errors import RunFileError
 from .stages.dispatch import DISPATCH
 from .stages.judge import judge
@@ -48,6 +52,15 @@ RESULT_FIELDS = (
 )
 REPORT_FIELDS = ("used", "degraded_to_subagent")
 
+CANNOT_CHECK = (
+    "the raw answers themselves: they are taken as the voices' own words, so a raw answer "
+    "edited together with everything derived from it verifies",
+    "which model really answered: runtimes, families and attempts are taken as recorded",
+    "model-written text (a chairman's verdict, risk register or merge) beyond its digest: "
+    "text and digest edited together go unnoticed, and a digest cannot say who wrote it",
+    "the answers of rounds before the last: only their recorded scores are re-checked",
+)
+
 
 @dataclass(frozen=True)
 class Difference:
@@ -61,6 +74,8 @@ class Verification:
     run_id: str
     checked: list[str] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+    cannot_check: tuple[str, ...] = CANNOT_CHECK
 
     @property
     def reproduced(self) -> bool:
@@ -103,6 +118,9 @@ def recompute(recorded: CouncilResult) -> CouncilResult:
         _rewind(voice)
     # Notes also hold allocation remarks made before dispatch; only ARBITRATE's are ours.
     fresh.notes = judge(fresh, artifact_name_of(request))
+    settle_decision(fresh)
+    if recorded.verdict is not None:
+        fresh.verdict = verdict_metadata(fresh)
     return fresh
 
 
@@ -159,7 +177,15 @@ def verify(recorded: CouncilResult) -> Verification:
             outcome.differences += diff(f"voices[{i}].{name}", old[name], new[name])
     outcome.checked.append("voices[*]." + "|".join(VOICE_FIELDS))
 
+    if before.get("verdict") is not None:
+        outcome.checked.append("verdict")
+        outcome.differences += diff("verdict", before["verdict"], after["verdict"])
+
     _check_deliberation(recorded, outcome)
+    if recorded.deliberation is not None:
+        from .verify_deliberation import check_deliberation_texts
+
+        check_deliberation_texts(recorded, fresh, outcome)
 
     outcome.checked.append("notes (ARBITRATE's)")
     for note in after["notes"]:

@@ -125,6 +125,12 @@ def on_disk(tmp_path: Path, run_id: str) -> dict[str, Any]:
     data = json.loads((tmp_path / "council" / f"run-{run_id}.json").read_text())
     jsonschema.validate(data, SCHEMA)
     assert data["schema_version"] == SCHEMA_VERSION
+    # Every kind of run (vote, rank, rounds halted or converged, red team, chain) is
+    # re-derived from its raw answers as it lies on disk.
+    from rune_council.verify import verify
+
+    outcome = verify(CouncilResult.model_validate(data))
+    assert outcome.reproduced, outcome.differences
     return data
 
 

@@ -162,6 +162,11 @@ def with_rank_stage(doc: dict[str, Any]) -> None:
             "tally": tally,
         },
     }
+    # A rank stage changes the verdict block too; a consistent file carries both.
+    from rune_council.contract import CouncilResult
+    from rune_council.deliberation.metadata import verdict_metadata
+
+    doc["verdict"] = verdict_metadata(CouncilResult.model_validate(doc)).model_dump(mode="json")
 
 
 def test_a_rank_tally_is_recomputed_from_its_transcript(tmp_path: Path) -> None:

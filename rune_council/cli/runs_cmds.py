@@ -271,8 +271,35 @@ def show_command(
     result = _load(run, rune_dir)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
-    else:
-        typer.echo(report(result, status=displayed_status(result)))
+        return
+    text = report(result, status=displayed_status(result))
+    check = _verification_line(result)
+    if check:  # right under the stamp, which stays the first thing said
+        lines = text.split("\n")
+        text = "\n".join([*lines[:2], check, *lines[2:]])
+    typer.echo(text)
+
+
+def _verification_line(result: CouncilResult) -> str | None:
+    """A finished run is re-derived before it is shown: an edited file is never shown plain."""
+    from ..errors import CouncilError
+    from ..verify import verify
+
+    if result.status != "complete":
+        return None
+    try:
+        outcome = verify(result)
+    except CouncilError as exc:
+        return f"- **Verification**: could not re-derive this run ({exc})"
+    if outcome.reproduced:
+        return "- **Verification**: reproduced from the recorded raw answers"
+    fields = ", ".join(d.field for d in outcome.differences[:3])
+    more = f" and {len(outcome.differences) - 3} more" if len(outcome.differences) > 3 else ""
+    return (
+        f"- **Verification**: NOT REPRODUCED: the file differs from its own raw answers at "
+        f"{fields}{more}; what follows is what the file claims, not a verified result "
+        "(rune council verify shows every difference)"
+    )
 
 
 def _duration(seconds: float | None) -> str:
@@ -389,6 +416,8 @@ def verify_command(
                         {"field": d.field, "recorded": d.recorded, "recomputed": d.recomputed}
                         for d in outcome.differences
                     ],
+                    "unchecked": outcome.unchecked,
+                    "cannot_check": list(outcome.cannot_check),
                 },
                 indent=2,
                 default=repr,
@@ -411,5 +440,11 @@ def verify_command(
             typer.echo(
                 f"  {d.field}: recorded {_value(d.recorded)}, recomputed {_value(d.recomputed)}"
             )
+    if not as_json:
+        for note in outcome.unchecked:
+            typer.echo(f"  not checked: {note}")
+        typer.echo("verify cannot check:")
+        for limit in outcome.cannot_check:
+            typer.echo(f"  - {limit}")
     if not outcome.reproduced:
         raise typer.Exit(EXIT_MISMATCH)

@@ -3,8 +3,71 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 
-from ..contract import ConsensusScore, CouncilResult, Deliberation, VerdictMetadata
+from ..contract import (
+    ConsensusScore,
+    Consolidation,
+    CouncilResult,
+    Deliberation,
+    RiskRegister,
+    Synthesis,
+    VerdictMetadata,
+)
+from ..stages.arbitrate import decision_text, unresolved_claims
+
+
+def halt_text(d: Deliberation) -> str | None:
+    """Why a halted deliberation stopped, from its round records; None when it did not halt."""
+    if not d.halted or not d.rounds:
+        return None
+    last = d.rounds[-1]
+    before = d.rounds[-2].consensus_score if len(d.rounds) > 1 else None
+    if before is not None and last.consensus_score is not None:
+        return (
+            f"Deliberation halted after round {last.round}: the consensus score fell from "
+            f"{before:g} to {last.consensus_score:g}; the council is diverging: a person "
+            "should decide."
+        )
+    return f"Deliberation halted after round {last.round}: the council diverged."
+
+
+def settle_decision(result: CouncilResult) -> None:
+    """``needs_decision`` and ``decision`` from the agreement and a halted deliberation.
+
+    The council and ``verify`` both call this, so the rule has one home: a person decides
+    when a MUST or SHOULD claim is left unresolved, or when the deliberation halted.
+    """
+    unresolved = unresolved_claims(result.agreement)
+    halt = halt_text(result.deliberation) if result.deliberation is not None else None
+    parts = [p for p in (halt, decision_text(unresolved)) if p]
+    result.needs_decision = bool(parts)
+    result.decision = " ".join(parts) or None
+
+
+def digest_of(section: Synthesis | RiskRegister | Consolidation) -> str:
+    """sha256 of what a model wrote in a section (its text, summary and risks, or items)."""
+    if isinstance(section, Synthesis):
+        content: object = section.text
+    elif isinstance(section, RiskRegister):
+        content = [section.summary, [r.model_dump(mode="json") for r in section.risks]]
+    else:
+        content = [i.model_dump(mode="json") for i in section.items]
+    raw = json.dumps(content, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def seal(d: Deliberation) -> None:
+    """Record a digest of every model-written section as it is filed.
+
+    Only what a model wrote is sealed: deterministic text is re-derived by ``verify``
+    instead. A digest proves the text was not edited afterwards without the digest; it
+    cannot prove who wrote it.
+    """
+    for section in (d.synthesis, d.risk_register, d.consolidation):
+        if section is not None and section.by is not None and section.fallback is None:
+            section.digest = digest_of(section)
 
 
 def _seconds(start: str, end: str | None) -> float | None:

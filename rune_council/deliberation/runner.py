@@ -31,6 +31,7 @@ from ..stages.dispatch import dispatch
 from ..stages.judge import judge
 from . import redteam, registry, rounds
 from .chair import Chair, resolve_orchestrator
+from .metadata import seal, settle_decision
 from .method import Method, Outcome, Round
 
 
@@ -177,6 +178,7 @@ class _Rounds:
                 )
             )
             outcome.file_into(self.d)
+            seal(self.d)
             consensus = method.standing(outcome).consensus
             score = consensus.w if consensus else None
             synthesis = self.d.synthesis
@@ -205,13 +207,7 @@ class _Rounds:
                 )
             if decision.halt:
                 self.d.halted = True
-                self.result.needs_decision = True
-                self.result.decision = (
-                    f"Deliberation halted after round {round_no}: the consensus score fell from "
-                    f"{previous:g} to {score:g}; the council is diverging: a person should decide."
-                    if previous is not None and score is not None
-                    else f"Deliberation halted after round {round_no}: the council diverged."
-                )
+                settle_decision(self.result)
             if decision.converged and round_no < opts.rounds.max_rounds:
                 self.d.converged_early = True
             if synthesis is not None and not synthesis.closed:

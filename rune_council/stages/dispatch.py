@@ -8,6 +8,7 @@ callback at each transition so the recorder can rewrite the run file.
 A slot whose voice failed goes first to an idle runtime of a family the council does not
 hold yet, then to any idle runtime or endpoint model, and only then to the subagent; the
 choice is ALLOCATE's rule run again (``allocate.reseat``), and the slot keeps its role.
+At most ``MAX_TAKEOVERS`` idle runtimes are tried per slot before the subagent.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from .allocate import Candidate, SlotPrompts, reseat
 
 RAW_CHAR_CAP = 200_000
 DISPATCH = "council.dispatch"
+# Idle runtimes a failed slot may try before the subagent. Each try can cost a whole
+# per-voice timeout, so one keeps a failed slot within two timeouts of the others.
+MAX_TAKEOVERS = 1
 
 OnChange = Callable[[Voice, str], None]
 
@@ -170,6 +174,8 @@ async def run_slot(
         failures.append(failure)
         if seats is None or not getattr(runtime, "reseats", True):
             break  # an endpoint configured without failover keeps its failures
+        if len(failures) > MAX_TAKEOVERS:
+            break
         seats.seated.update(a.runtime for a in voice.attempts)  # models its pool tried
         runtime = seats.take_over(voice)
     if failures:

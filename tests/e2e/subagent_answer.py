@@ -28,8 +28,8 @@ def main() -> int:
         "stance": "NO, not until someone writes down how to undo the migration.",
         "claims": [
             {
-                "text": "Nothing in the plan says how to go back to the single table if the "
-                "cutover goes wrong.",
+                "text": "Nothing in the plan says how to undo the shard migration if the "
+                "cutover fails.",
                 "severity": "SHOULD",
                 "evidence": [{"ref": "plan.md:6", "quote": "No rollback step is defined."}],
             }
