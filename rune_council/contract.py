@@ -9,6 +9,7 @@ queued, the same document with slots moving through their states, then the arbit
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -103,6 +104,14 @@ class Artifact(_Strict):
     )
     text: str | None = Field(default=None, description="The artifact inline.")
     path: str | None = Field(default=None, description="A file the council reads at request time.")
+
+    @property
+    def shown_name(self) -> str:
+        """The name voices are told (and anchors are read against): the file's own name when
+        only a path was given, else ``name``. The council and ``verify`` both use this."""
+        if self.path is not None and self.name == "artifact":
+            return PurePath(self.path).name
+        return self.name
 
     @model_validator(mode="after")
     def _one_source(self) -> Artifact:

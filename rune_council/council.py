@@ -98,8 +98,7 @@ def read_artifact(request: PerspectiveRequest) -> tuple[str | None, str | None]:
         raw, _cut = read_capped(path, ARTIFACT_READ_CAP)
     except OSError as exc:
         raise RequestError(f"cannot read artifact {artifact.path}: {exc.strerror}") from exc
-    name = path.name if artifact.name == "artifact" else artifact.name
-    return name, raw.decode("utf-8", errors="replace")
+    return artifact.shown_name, raw.decode("utf-8", errors="replace")
 
 
 class _Run:

@@ -13,7 +13,6 @@ when it was produced. What cannot be checked is listed in ``CANNOT_CHECK``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .contract import (
@@ -84,12 +83,7 @@ class Verification:
 
 def artifact_name_of(request: PerspectiveRequest) -> str | None:
     """The name the voices were told, as the orchestrator derived it at request time."""
-    artifact = request.artifact
-    if artifact is None:
-        return None
-    if artifact.path is not None and artifact.name == "artifact":
-        return Path(artifact.path).name
-    return artifact.name
+    return request.artifact.shown_name if request.artifact is not None else None
 
 
 def _rewind(voice: Voice) -> None:

@@ -62,7 +62,16 @@ def _fully_verified(claim: Claim) -> bool:
     return bool(claim.evidence) and all(e.verified == "true" for e in claim.evidence)
 
 
-def _why_not_consensus(members: list[Claim], voices: dict[str, Voice], stamp: Decorrelation) -> str:
+def consensus_shortfalls(
+    cluster: ClaimCluster, members: list[Claim], voices: dict[str, Voice], stamp: Decorrelation
+) -> list[str]:
+    """The consensus rule, stated once: what keeps an agreement out of consensus.
+
+    An agreement is consensus exactly when this is empty: the council is MULTI_FAMILY, the
+    claims were matched (a shared place and the same point), at least two confirmed,
+    non-fallback families made them, and every one rests on evidence the council verified.
+    ARBITRATE decides with it and explains a refusal with the same list.
+    """
     reasons = []
     counted = {
         voices[c.voice_id].model_family for c in members if counts_for_family(voices[c.voice_id])
@@ -73,9 +82,11 @@ def _why_not_consensus(members: list[Claim], voices: dict[str, Voice], stamp: De
     unverified = [c.id for c in members if not _fully_verified(c)]
     if unverified:
         reasons.append("evidence not mechanically verified for " + ", ".join(unverified))
+    if cluster.matched_by is None:
+        reasons.append("no shared place and point matched the claims")
     if stamp == "NO_DECORRELATION":
         reasons.append("NO_DECORRELATION: consensus is withheld")
-    return "unverified agreement: " + "; ".join(reasons)
+    return reasons
 
 
 def _slot_check(slot: Voice, outcome: SlotOutcome, detail: str) -> SlotCheck:
@@ -250,15 +261,8 @@ def arbitrate(
                 )
             )
             continue
-        counted = {
-            by_id[c.voice_id].model_family for c in members if counts_for_family(by_id[c.voice_id])
-        }
-        if (
-            stamp == "MULTI_FAMILY"
-            and len(counted) >= 2
-            and all(_fully_verified(c) for c in members)
-            and cluster.matched_by is not None
-        ):
+        shortfalls = consensus_shortfalls(cluster, members, by_id, stamp)
+        if not shortfalls and cluster.matched_by is not None:
             consensus.append(
                 ConsensusClaim(
                     claim=text,
@@ -280,7 +284,7 @@ def arbitrate(
                     families=cluster.families,
                     claim_ids=cluster.claim_ids,
                     severity=severity,
-                    detail=_why_not_consensus(members, by_id, stamp),
+                    detail="unverified agreement: " + "; ".join(shortfalls),
                     members=wordings,
                 )
             )
