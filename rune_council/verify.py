@@ -177,7 +177,13 @@ def verify(recorded: CouncilResult) -> Verification:
 
     if before.get("verdict") is not None:
         outcome.checked.append("verdict")
-        outcome.differences += diff("verdict", before["verdict"], after["verdict"])
+        skipped = _method_standing_fields(recorded)
+        outcome.unchecked += [f"verdict.{name}" for name in skipped]
+        outcome.differences += [
+            d
+            for d in diff("verdict", before["verdict"], after["verdict"])
+            if d.field.split(".")[1].split("[")[0] not in skipped
+        ]
 
     _check_deliberation(recorded, outcome)
     check_deliberation_texts(recorded, fresh, outcome)
@@ -187,6 +193,20 @@ def verify(recorded: CouncilResult) -> Verification:
         if note not in before["notes"]:
             outcome.differences.append(Difference("notes", "(missing)", note))
     return outcome
+
+
+# The parts of the verdict block that a deliberation method's own standing decides.
+METHOD_STANDING_FIELDS = ("consensus_score", "confidence_label", "dissent_basis")
+
+
+def _method_standing_fields(recorded: CouncilResult) -> tuple[str, ...]:
+    """Verdict fields that cannot be re-derived here: the method that decided them is absent."""
+    delib = recorded.deliberation
+    if delib is None or delib.method is None:
+        return ()
+    from .deliberation.registry import METHODS
+
+    return () if delib.method in METHODS else METHOD_STANDING_FIELDS
 
 
 def _check_deliberation(recorded: CouncilResult, outcome: Verification) -> None:
@@ -338,6 +358,9 @@ def check_deliberation_texts(
 ) -> None:
     d = recorded.deliberation
     if d is None:
+        return
+    if _method_standing_fields(recorded):
+        outcome.unchecked.append(f"deliberation: method {d.method!r} is not installed here")
         return
     options = recorded.request.deliberation or DeliberationOptions()
     _check_rounds(d, options, outcome)
