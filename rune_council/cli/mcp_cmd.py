@@ -8,6 +8,7 @@ side.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import typer
@@ -23,6 +24,13 @@ from .app import council_app
 )
 def mcp_command(ctx: typer.Context) -> None:
     argv = [sys.executable, "-m", "rune_council.mcp_server", *ctx.args]
+    if any(arg in ("--help", "-h") for arg in ctx.args):
+        # Help is printed by the server's own parser but must not replace a process that
+        # only asked for it (an in-process caller such as a test runner or a shell completer).
+        shown = subprocess.run(argv, capture_output=True, text=True, check=False)
+        typer.echo(shown.stdout, nl=False)
+        typer.echo(shown.stderr, err=True, nl=False)
+        raise typer.Exit(shown.returncode)
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, argv)
