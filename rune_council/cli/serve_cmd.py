@@ -27,7 +27,8 @@ def serve_command(ctx: typer.Context) -> None:
         # Help is printed by the server's own parser but must not replace a process that
         # only asked for it (an in-process caller such as a test runner or a shell completer).
         shown = subprocess.run(argv, capture_output=True, text=True, check=False)
-        typer.echo(shown.stdout, nl=False)
+        # argparse says "usage:"; every other command of this CLI says "Usage:".
+        typer.echo(shown.stdout.replace("usage:", "Usage:", 1), nl=False)
         typer.echo(shown.stderr, err=True, nl=False)
         raise typer.Exit(shown.returncode)
     sys.stdout.flush()
