@@ -48,8 +48,8 @@ def locate(ref: str, rune_dir: str | os.PathLike[str] | None = None) -> Path:
     return RuneDir.resolve(rune_dir).run_file(ref)
 
 
-def load(path: Path) -> CouncilResult:
-    """Parse a run file; every failure is one ``RunFileError`` line saying what is wrong."""
+def read_bytes(path: Path) -> bytes:
+    """A run file's bytes, capped; every failure is one ``RunFileError`` line."""
     try:
         raw, cut = read_capped(path, MAX_RUN_FILE_BYTES)
     except FileNotFoundError:
@@ -58,6 +58,12 @@ def load(path: Path) -> CouncilResult:
         raise RunFileError(f"cannot read {path}: {exc.strerror}") from None
     if cut:
         raise RunFileError(f"{path} is larger than {MAX_RUN_FILE_BYTES} bytes; not read")
+    return raw
+
+
+def load(path: Path) -> CouncilResult:
+    """Parse a run file; every failure is one ``RunFileError`` line saying what is wrong."""
+    raw = read_bytes(path)
     try:
         data = safejson.loads(raw, max_bytes=MAX_RUN_FILE_BYTES, what=str(path))
     except safejson.UnreadableJSON as exc:

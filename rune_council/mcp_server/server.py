@@ -25,10 +25,10 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import McpError
 from pydantic import BaseModel, ValidationError
 
+from .. import runs
 from ..contract import CouncilResult, TallyReport
 from ..errors import CouncilError, RequestError, RunFileError
 from ..paths import RuneDir
-from ..safefile import read_capped
 from ..safetext import plain
 from .consent import ConnectionConsent, Decision
 from .progress import ProgressReporter
@@ -52,7 +52,6 @@ from .tools import (
 
 RUN_URI = "rune://runs/"
 CONTRACT_URI = "rune://contract/council-result"
-MAX_RUN_FILE_BYTES = 50_000_000
 # How long councils get to stop their voices and record "cancelled" when the server is told
 # to stop; the voices' own kill path takes well under a second.
 STOP_GRACE_S = 10.0
@@ -387,15 +386,7 @@ class CouncilServer:
         path = self.where.run_file(unquote(uri.removeprefix(RUN_URI)))
         if path.is_symlink():
             raise RunFileError(f"{path} is a symlink; run files are read only as plain files")
-        try:
-            raw, cut = read_capped(path, MAX_RUN_FILE_BYTES)
-        except FileNotFoundError:
-            raise RunFileError(f"no run file at {path}") from None
-        except OSError as exc:
-            raise RunFileError(f"cannot read {path}: {exc.strerror}") from None
-        if cut:
-            raise RunFileError(f"{path} is larger than {MAX_RUN_FILE_BYTES} bytes")
-        return raw.decode("utf-8", errors="replace"), "application/json"
+        return runs.read_bytes(path).decode("utf-8", errors="replace"), "application/json"
 
     # ------------------------------------------------------------------ running
 
