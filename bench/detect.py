@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the fakes live in the test tree
 
-from rune_council import convene  # noqa: E402
+from rune_council import CouncilOptions, convene  # noqa: E402
 from rune_council.contract import CouncilResult, RunEvent  # noqa: E402
+from rune_council.discovery.detect import detect_runtimes, probe  # noqa: E402
 from rune_council.runtimes.adapters import ADAPTERS  # noqa: E402
-from rune_council.stages.detect import detect_runtimes, probe  # noqa: E402
 from tests.fakes.bin import install_fake, path_with  # noqa: E402
 from tests.helpers import answer, claim  # noqa: E402
 
@@ -133,11 +133,13 @@ def fallback_latency(tmp: Path, mode: str, repeat: int) -> list[float]:
                 "n": 2,
                 "budget": {"per_voice_timeout_s": TIMEOUT_S},
             },
-            rune_dir=tmp / f"rune-{mode}",
-            env=env,
-            allow_external=True,
-            subagent=lambda prompt: good,
-            on_event=on_event,
+            CouncilOptions(
+                rune_dir=tmp / f"rune-{mode}",
+                env=env,
+                allow_external=True,
+                subagent=lambda prompt: good,
+                on_event=on_event,
+            ),
         )
         samples.append(marks["answered"] - marks["dispatched"] - TIMEOUT_S)
     return samples

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The fakes and answer builders live in the test tree, which is not an installed package.
 sys.path.insert(0, str(ROOT))
 
-from rune_council import convene  # noqa: E402
+from rune_council import CouncilOptions, convene  # noqa: E402
 from rune_council.recorder import RunRecorder  # noqa: E402
 from tests.fakes.bin import install_fake, path_with  # noqa: E402
 from tests.helpers import answer, claim  # noqa: E402
@@ -157,7 +157,12 @@ def in_process(
     with WriteMeter() as writes:
         started = time.perf_counter()
         result = convene(
-            request, rune_dir=rune_dir, env=world.voice_env(sleep_s), on_event=tracker.on_event
+            request,
+            CouncilOptions(
+                rune_dir=rune_dir,
+                env=world.voice_env(sleep_s),
+                on_event=tracker.on_event,
+            ),
         )
         elapsed = time.perf_counter() - started
     if phases is not None and tracker.dispatched and tracker.last_voice and tracker.result:

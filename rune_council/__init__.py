@@ -1,7 +1,8 @@
 """rune-council: convene independent AI voices on one question and arbitrate honestly.
 
-    from rune_council import convene, PerspectiveRequest
-    result = convene(PerspectiveRequest(id="shard-1", question="Should we shard orders?"))
+    from rune_council import CouncilOptions, PerspectiveRequest, convene
+    request = PerspectiveRequest(id="shard-1", question="Should we shard orders?")
+    result = convene(request, CouncilOptions(allow_external=True))
     print(result.decorrelation)
 
 Names are loaded on first use so that importing the package (and starting ``rune``) stays
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .contract import SCHEMA_VERSION, CouncilResult, PerspectiveRequest, VoiceAnswer
-    from .council import aconvene, convene
+    from .council import CouncilOptions, aconvene, convene
     from .errors import (
         CouncilError,
         NotImplementedModeError,
@@ -29,6 +30,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "CommandRuntime",
     "CouncilError",
+    "CouncilOptions",
     "CouncilResult",
     "FunctionRuntime",
     "NotImplementedModeError",
@@ -47,6 +49,7 @@ _HOME = {
     "CouncilResult": "contract",
     "PerspectiveRequest": "contract",
     "VoiceAnswer": "contract",
+    "CouncilOptions": "council",
     "aconvene": "council",
     "convene": "council",
     "CouncilError": "errors",

@@ -2,7 +2,7 @@
 
 An external CLI ships the prompt to whatever model service its user configured, so the
 first external dispatch needs a yes. It comes, in this order, from: the caller
-(``convene(allow_external=...)``, ``rune council --yes``), the environment variable
+(``CouncilOptions(allow_external=...)``, ``rune council --yes``), the environment variable
 ``RUNE_COUNCIL_ALLOW_EXTERNAL`` (``1``/``0``), ``allow_external`` under ``[consent]`` in the
 user's ``council.toml`` (or in a project's one the user has trusted), or a yes given earlier
 at the interactive prompt (remembered in ``<rune dir>/consent.json``). Without any of these
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from . import safejson
 from .config import CouncilConfig, trust_store
+from .files import atomic_write_json
 from .paths import RuneDir
-from .recorder import atomic_write_json
 from .safefile import read_capped_text
 
 ENV_ALLOW = "RUNE_COUNCIL_ALLOW_EXTERNAL"

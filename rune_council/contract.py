@@ -461,10 +461,15 @@ class Orchestrator(_Strict):
     )
 
 
+RunEventKind = Literal[
+    "council.dispatched", "voice.status", "council.result", "deliberation.status"
+]
+
+
 class RunEvent(_Strict):
     seq: int
     at: str
-    kind: Literal["council.dispatched", "voice.status", "council.result", "deliberation.status"]
+    kind: RunEventKind
     voice_id: str | None = None
     status: str | None = None
     detail: str = ""

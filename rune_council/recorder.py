@@ -1,49 +1,13 @@
-"""The run-file edge: every write is whole-file and atomic.
-
-A reader polling the file must never see half a document, so each write goes to a temporary
-file in the same directory, is fsynced, then renamed over the target. The rename replaces a
-symlink rather than following it, and we refuse outright to write through one.
-"""
+"""The run-file edge: each state of a run becomes one atomic rewrite of ``run-<id>.json``."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import tempfile
 import threading
 from pathlib import Path
-from typing import Any
 
 from .contract import CouncilResult
-from .errors import RunFileError
+from .files import atomic_write_bytes
 from .safetext import mask_url_credentials
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    payload = json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
-    atomic_write_bytes(path, payload)
-
-
-def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    directory = path.parent
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RunFileError(f"cannot create {directory}: {exc}") from exc
-    if path.is_symlink():
-        raise RunFileError(f"refusing to write through a symlink: {path}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 class RunRecorder:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .recorder import atomic_write_json
+from .files import atomic_write_json
 
 STORE_NAME = "trusted.json"
 CACHES_NAME = "runtime-caches.json"

@@ -28,7 +28,7 @@ from .deliberation.consolidate import deterministic_merge
 from .deliberation.metadata import digest_of, settle_decision, verdict_metadata
 from .errors import RunFileError
 from .stages.dispatch import DISPATCH
-from .stages.judge import judge
+from .stages.verdict import reach_verdict
 
 # What GATE onwards decides about each voice; the rest of a voice is dispatch's record.
 VOICE_FIELDS = (
@@ -115,7 +115,7 @@ def recompute(recorded: CouncilResult) -> CouncilResult:
     for voice in fresh.voices:
         _rewind(voice)
     # Notes also hold allocation remarks made before dispatch; only ARBITRATE's are ours.
-    fresh.notes = judge(fresh, artifact_name_of(request))
+    fresh.notes = reach_verdict(fresh, artifact_name_of(request))
     settle_decision(fresh)
     if recorded.verdict is not None:
         fresh.verdict = verdict_metadata(fresh)

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from rune_council import convene
+from rune_council import CouncilOptions, convene
+from rune_council.discovery.detect import probe
 from rune_council.families import classify_model
 from rune_council.runtimes.adapters import ADAPTERS, adapter_env
 from rune_council.runtimes.cli import CliRuntime
@@ -23,7 +24,6 @@ from rune_council.runtimes.clis.aider import parse as parse_aider
 from rune_council.runtimes.clis.cline import parse as parse_cline
 from rune_council.runtimes.clis.opencode import parse as parse_opencode
 from rune_council.runtimes.clis.qwen import parse as parse_qwen
-from rune_council.stages.detect import probe
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, answer, claim
 
@@ -142,9 +142,11 @@ def test_cli_that_exits_0_after_an_api_error_is_a_failed_voice(
     install_fake(bin_dir, cli, **settings)
     result = convene(
         {"id": "e0", "question": Q, "n": 2, "artifact": {"name": "plan.md", "text": PLAN}},
-        rune_dir=tmp_path / ".rune",
-        env={"PATH": path_with(bin_dir), "HOME": str(tmp_path)},
-        allow_external=True,
+        CouncilOptions(
+            rune_dir=tmp_path / ".rune",
+            env={"PATH": path_with(bin_dir), "HOME": str(tmp_path)},
+            allow_external=True,
+        ),
     )
     [voice] = [v for v in result.voices if v.attempts and v.attempts[0].runtime == cli]
     assert voice.status == "dropped" and voice.dropped_by == "council.dispatch"
@@ -262,13 +264,19 @@ def test_a_promoted_wrapper_counts_as_its_family_in_the_council(tmp_path: Path) 
     install_fake(bin_dir, "opencode", answer=answer(Q, "NO", [undo]))
     env = {"PATH": path_with(bin_dir), "HOME": str(tmp_path)}
     request = {"id": "w1", "question": Q, "n": 2, "artifact": {"name": "plan.md", "text": PLAN}}
-    unpromoted = convene(request, rune_dir=tmp_path / "a", env=env, allow_external=True)
+    unpromoted = convene(
+        request,
+        CouncilOptions(rune_dir=tmp_path / "a", env=env, allow_external=True),
+    )
     assert unpromoted.decorrelation == "NO_DECORRELATION"  # opencode is unknown
 
     config = tmp_path / ".config" / "opencode" / "opencode.json"
     config.parent.mkdir(parents=True)
     config.write_text(json.dumps({"model": "anthropic/claude-sonnet-4-5"}))
-    promoted = convene(request, rune_dir=tmp_path / "b", env=env, allow_external=True)
+    promoted = convene(
+        request,
+        CouncilOptions(rune_dir=tmp_path / "b", env=env, allow_external=True),
+    )
     assert promoted.decorrelation == "MULTI_FAMILY"
     assert promoted.distinct_families == ["anthropic", "openai"]
     assert [c.families for c in promoted.agreement.consensus_claims] == [["anthropic", "openai"]]

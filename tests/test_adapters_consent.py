@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from rune_council import convene
+from rune_council import CouncilOptions, convene
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import answer, claim
 
@@ -105,10 +105,12 @@ def test_a_library_caller_refusing_consent_wins_over_the_environment(tmp_path: P
     env = {**world(tmp_path), "RUNE_COUNCIL_ALLOW_EXTERNAL": "1"}
     result = convene(
         {"id": "lib", "question": Q, "n": 2},
-        rune_dir=tmp_path / ".rune",
-        env=env,
-        allow_external=False,
-        subagent=lambda prompt: GOOD,
+        CouncilOptions(
+            rune_dir=tmp_path / ".rune",
+            env=env,
+            allow_external=False,
+            subagent=lambda prompt: GOOD,
+        ),
     )
     assert dispatched(tmp_path) == []
     assert result.runtime_report.consent == "not granted (the caller (allow_external / --yes))"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rune_council import convene
+from rune_council import CouncilOptions, convene
 from rune_council.config import load_config, trust_file
 from rune_council.errors import RuntimeConfigError
 from tests.fakes.bin import path_with
@@ -132,7 +132,10 @@ def test_an_untrusted_project_keeps_its_harmless_settings(tmp_path: Path) -> Non
 def test_an_untrusted_file_is_still_checked_in_full(tmp_path: Path) -> None:
     project(tmp_path, '[runtimes.claude]\ncommand = "my-claude"\n')  # shadows a built-in
     with pytest.raises(RuntimeConfigError, match="'claude' is a built-in adapter"):
-        convene({"id": "x", "question": Q}, rune_dir=tmp_path / ".rune", env={"HOME": "/nope"})
+        convene(
+            {"id": "x", "question": Q},
+            CouncilOptions(rune_dir=tmp_path / ".rune", env={"HOME": "/nope"}),
+        )
 
 
 def test_the_model_is_passed_down_not_read_again(tmp_path: Path) -> None:
@@ -149,7 +152,8 @@ def test_the_model_is_passed_down_not_read_again(tmp_path: Path) -> None:
     config = load_config(tmp_path / ".rune", env)
     toml.unlink()
     result = convene(
-        {"id": "passed", "question": Q, "n": 2}, rune_dir=tmp_path / ".rune", env=env, config=config
+        {"id": "passed", "question": Q, "n": 2},
+        CouncilOptions(rune_dir=tmp_path / ".rune", env=env, config=config),
     )
     assert {(v.runtime, v.status) for v in result.voices} == {("mine", "complete")}
     assert result.runtime_report.consent is not None

@@ -14,7 +14,13 @@ import jsonschema
 import psutil
 import pytest
 
-from rune_council import FunctionRuntime, PerspectiveRequest, aconvene, convene
+from rune_council import (
+    CouncilOptions,
+    FunctionRuntime,
+    PerspectiveRequest,
+    aconvene,
+    convene,
+)
 from rune_council.contract import CouncilResult
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import (
@@ -62,7 +68,7 @@ def three_honest_clis(bin_dir: Path, **codex: Any) -> None:
 
 def test_three_families_reach_verified_consensus_and_keep_dissent(world: dict[str, Any]) -> None:
     three_honest_clis(world["bin"])
-    result = convene(request(), rune_dir=world["rune"], env=world["env"])
+    result = convene(request(), CouncilOptions(rune_dir=world["rune"], env=world["env"]))
     assert result.status == "complete"
     assert result.decorrelation == "MULTI_FAMILY"
     assert result.distinct_families == ["anthropic", "google", "openai"]
@@ -85,7 +91,10 @@ def test_failed_cli_falls_back_to_the_subagent_and_is_not_counted(world: dict[st
         calls.append(prompt)
         return answer(Q, "NO", [UNDO])
 
-    result = convene(request(), rune_dir=world["rune"], env=world["env"], subagent=host)
+    result = convene(
+        request(),
+        CouncilOptions(rune_dir=world["rune"], env=world["env"], subagent=host),
+    )
     codex = result.voices[1]
     assert codex.is_fallback and codex.status == "complete" and codex.runtime == "internal"
     assert [a.outcome for a in codex.attempts] == ["exit_nonzero", "ok"]
@@ -104,7 +113,8 @@ def test_timeout_kills_the_voice_and_without_a_subagent_the_slot_is_dropped(
     three_honest_clis(world["bin"], mode="fork_grandchild", sleep_s=60, pid_file=pid_file)
     started = time.monotonic()
     result = convene(
-        request(budget={"per_voice_timeout_s": 1.5}), rune_dir=world["rune"], env=world["env"]
+        request(budget={"per_voice_timeout_s": 1.5}),
+        CouncilOptions(rune_dir=world["rune"], env=world["env"]),
     )
     assert time.monotonic() - started < 20
     codex = result.voices[1]
@@ -121,7 +131,7 @@ def test_malformed_and_off_topic_voices_are_dropped_by_the_gate(world: dict[str,
     install_fake(world["bin"], "claude", answer=answer(Q, "NO", [ROLLBACK]))
     install_fake(world["bin"], "codex", answer="I would not shard. Hope that helps!")
     install_fake(world["bin"], "gemini", answer=answer("Is Python faster than Go?", "NO", []))
-    result = convene(request(), rune_dir=world["rune"], env=world["env"])
+    result = convene(request(), CouncilOptions(rune_dir=world["rune"], env=world["env"]))
     reasons = {d.voice_id: d.reason for d in result.voices_dropped}
     assert reasons["v2"].startswith("malformed") and reasons["v3"].startswith("off-topic")
     assert all(d.dropped_by == "council.gate" for d in result.voices_dropped)
@@ -131,7 +141,7 @@ def test_malformed_and_off_topic_voices_are_dropped_by_the_gate(world: dict[str,
 
 
 def test_no_cli_and_no_subagent_gathers_nothing_but_records_why(world: dict[str, Any]) -> None:
-    result = convene(request(n=2), rune_dir=world["rune"], env=world["env"])
+    result = convene(request(n=2), CouncilOptions(rune_dir=world["rune"], env=world["env"]))
     assert result.voices_valid == 0 and result.decorrelation == "NO_DECORRELATION"
     assert len(result.voices_dropped) == 2
     assert all("no subagent configured" in d.reason for d in result.voices_dropped)
@@ -140,9 +150,11 @@ def test_no_cli_and_no_subagent_gathers_nothing_but_records_why(world: dict[str,
 def test_subagent_only_council_is_honest_about_no_decorrelation(world: dict[str, Any]) -> None:
     result = convene(
         request(),
-        rune_dir=world["rune"],
-        env=world["env"],
-        subagent=lambda prompt: answer(Q, "NO", [ROLLBACK]),
+        CouncilOptions(
+            rune_dir=world["rune"],
+            env=world["env"],
+            subagent=lambda prompt: answer(Q, "NO", [ROLLBACK]),
+        ),
     )
     assert result.voices_valid == 3
     assert {v.source for v in result.voices} == {"subagent"}
@@ -174,7 +186,8 @@ def test_the_prompt_never_appears_in_a_childs_argv(world: dict[str, Any]) -> Non
     watcher.start()
     try:
         result = convene(
-            {"id": "argv", "question": question}, rune_dir=world["rune"], env=world["env"]
+            {"id": "argv", "question": question},
+            CouncilOptions(rune_dir=world["rune"], env=world["env"]),
         )
     finally:
         stop.set()
@@ -190,7 +203,7 @@ def test_secrets_never_reach_the_run_file(world: dict[str, Any]) -> None:
     install_fake(world["bin"], "claude", answer=leaky)
     install_fake(world["bin"], "codex", answer=leaky)
     env = {**world["env"], "ANTHROPIC_API_KEY": secret, "OPENAI_API_KEY": secret}
-    result = convene(request(n=2), rune_dir=world["rune"], env=env)
+    result = convene(request(n=2), CouncilOptions(rune_dir=world["rune"], env=env))
     text = (world["rune"] / "council" / "run-r1.json").read_text()
     assert secret not in text
     assert secret not in result.model_dump_json()
@@ -236,7 +249,7 @@ def test_a_concurrent_reader_sees_every_transition_in_order_and_never_a_torn_fil
     thread = threading.Thread(target=reader)
     thread.start()
     try:
-        convene(request("live"), rune_dir=world["rune"], env=world["env"])
+        convene(request("live"), CouncilOptions(rune_dir=world["rune"], env=world["env"]))
     finally:
         done.set()
         thread.join()
@@ -270,7 +283,7 @@ def test_cancelling_a_run_kills_children_and_records_what_finished(
 
     async def scenario() -> None:
         task = asyncio.ensure_future(
-            aconvene(request("cx", n=2), rune_dir=world["rune"], env=world["env"])
+            aconvene(request("cx", n=2), CouncilOptions(rune_dir=world["rune"], env=world["env"]))
         )
         await asyncio.sleep(1.5)
         task.cancel()
@@ -293,13 +306,15 @@ def test_reusing_a_run_id_is_refused_and_keeps_the_first_run(world: dict[str, An
 
     convene(
         request("same"),
-        rune_dir=world["rune"],
-        env=world["env"],
-        subagent=lambda p: answer(Q, "NO", []),
+        CouncilOptions(
+            rune_dir=world["rune"],
+            env=world["env"],
+            subagent=lambda p: answer(Q, "NO", []),
+        ),
     )
     before = (world["rune"] / "council" / "run-same.json").read_bytes()
     with pytest.raises(RequestError, match="already used"):
-        convene(request("same"), rune_dir=world["rune"], env=world["env"])
+        convene(request("same"), CouncilOptions(rune_dir=world["rune"], env=world["env"]))
     assert (world["rune"] / "council" / "run-same.json").read_bytes() == before
 
 
@@ -312,7 +327,10 @@ def test_a_symlinked_run_file_is_not_followed(world: dict[str, Any]) -> None:
     council_dir.mkdir(parents=True)
     (council_dir / "run-link.json").symlink_to(target)
     with pytest.raises(RunFileError, match="symlink"):
-        convene(request("link"), rune_dir=world["rune"], env=world["env"], overwrite=True)
+        convene(
+            request("link"),
+            CouncilOptions(rune_dir=world["rune"], env=world["env"], overwrite=True),
+        )
     assert target.read_text() == "precious"
 
 
@@ -335,7 +353,8 @@ def test_caller_supplied_runtimes_replace_detection(world: dict[str, Any]) -> No
     ]
     result = asyncio.run(
         aconvene(
-            PerspectiveRequest.model_validate(request(n=2)), runtimes=voices, rune_dir=world["rune"]
+            PerspectiveRequest.model_validate(request(n=2)),
+            CouncilOptions(runtimes=voices, rune_dir=world["rune"]),
         )
     )
     assert result.decorrelation == "MULTI_FAMILY"

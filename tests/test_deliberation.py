@@ -18,9 +18,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from rune_council import FunctionRuntime, convene
+from rune_council import CouncilOptions, FunctionRuntime, convene
 from rune_council.contract import SCHEMA_VERSION, CouncilResult
-from rune_council.deliberation.chain import convene_chain
+from rune_council.council import convene_chain
 from rune_council.runtimes.adapters import ADAPTERS
 from rune_council.runtimes.cli import CliRuntime
 from rune_council.runtimes.subagent import CommandRuntime
@@ -157,7 +157,8 @@ PROPOSE p5 "Eight shards leave headroom" ev=v3.c1
 def test_vote_council_merges_votes_and_records_the_threshold(tmp_path: Path) -> None:
     chair = FunctionRuntime(orchestrator_merging(MERGE), name="chair")
     result = convene(
-        request("vote-1", method="vote"), runtimes=three(), rune_dir=tmp_path, orchestrator=chair
+        request("vote-1", method="vote"),
+        CouncilOptions(runtimes=three(), rune_dir=tmp_path, orchestrator=chair),
     )
     d = result.deliberation
     assert d is not None and d.consolidation is not None and d.vote is not None
@@ -198,9 +199,11 @@ def test_a_failing_orchestrator_falls_back_to_the_deterministic_merge(
 
     result = convene(
         request("vote-fb", method="vote"),
-        runtimes=three(),
-        rune_dir=tmp_path,
-        orchestrator=FunctionRuntime(fn, name="chair"),
+        CouncilOptions(
+            runtimes=three(),
+            rune_dir=tmp_path,
+            orchestrator=FunctionRuntime(fn, name="chair"),
+        ),
     )
     merged = result.deliberation.consolidation  # type: ignore[union-attr]
     assert merged is not None and merged.fallback == "deterministic"
@@ -226,7 +229,10 @@ def test_absent_members_leave_the_denominator(tmp_path: Path) -> None:
         ),
         member(scripted("NO", [], fail_on="independent voice"), "grok", "xai"),  # never answers
     ]
-    result = convene(request("vote-absent", n=5, method="vote"), runtimes=rts, rune_dir=tmp_path)
+    result = convene(
+        request("vote-absent", n=5, method="vote"),
+        CouncilOptions(runtimes=rts, rune_dir=tmp_path),
+    )
     vote = result.deliberation.vote  # type: ignore[union-attr]
     assert vote is not None
     assert vote.counted == ["v1", "v2"] and vote.denominator == 2
@@ -250,7 +256,10 @@ def test_fake_clis_that_cannot_vote_leave_every_item_unvoted(tmp_path: Path) -> 
     install_fake(bin_dir, "codex", answer=answer(Q, "NO", [UNDO]))
     env = {"PATH": path_with(bin_dir), "HOME": str(tmp_path)}
     rts = [CliRuntime(ADAPTERS[n], str(bin_dir / n), env) for n in ("claude", "codex")]
-    result = convene(request("vote-cli", method="vote", n=2), runtimes=rts, rune_dir=tmp_path)
+    result = convene(
+        request("vote-cli", method="vote", n=2),
+        CouncilOptions(runtimes=rts, rune_dir=tmp_path),
+    )
     vote = result.deliberation.vote  # type: ignore[union-attr]
     assert vote is not None and vote.denominator == 0
     assert {i.outcome for i in vote.items} == {"unvoted"} and vote.unvoted
@@ -290,9 +299,11 @@ def test_rank_council_blind_ballots_tally_and_chairman(tmp_path: Path) -> None:
 
     result = convene(
         request("rank-1", method="rank"),
-        runtimes=rts,
-        rune_dir=tmp_path,
-        orchestrator=FunctionRuntime(chair, name="chair"),
+        CouncilOptions(
+            runtimes=rts,
+            rune_dir=tmp_path,
+            orchestrator=FunctionRuntime(chair, name="chair"),
+        ),
     )
     d = result.deliberation
     assert d is not None and d.rank is not None and d.synthesis is not None
@@ -319,7 +330,10 @@ def test_rank_council_blind_ballots_tally_and_chairman(tmp_path: Path) -> None:
 
 
 def test_without_a_chairman_the_verdict_comes_from_the_arithmetic(tmp_path: Path) -> None:
-    result = convene(request("rank-arith", method="rank"), runtimes=three(), rune_dir=tmp_path)
+    result = convene(
+        request("rank-arith", method="rank"),
+        CouncilOptions(runtimes=three(), rune_dir=tmp_path),
+    )
     s = result.deliberation.synthesis  # type: ignore[union-attr]
     assert s is not None and s.fallback == "arithmetic"
     assert s.fallback_reason == "no orchestrator configured"
@@ -333,9 +347,7 @@ def test_a_chairman_that_fails_is_replaced_by_the_arithmetic(tmp_path: Path) -> 
     chair = CommandRuntime(argv=[sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(3)"])
     result = convene(
         request("rank-chair-dies", method="rank"),
-        runtimes=three(),
-        rune_dir=tmp_path,
-        orchestrator=chair,
+        CouncilOptions(runtimes=three(), rune_dir=tmp_path, orchestrator=chair),
     )
     s = result.deliberation.synthesis  # type: ignore[union-attr]
     assert s is not None and s.fallback == "arithmetic"
@@ -348,7 +360,10 @@ def test_a_malformed_rank_ballot_is_absent_and_logged(tmp_path: Path) -> None:
     rts[2] = member(
         lambda p: "RANK v1>v2" if "\nRANK " in p else answer(Q, "YES", [SHARDS]), "gemini", "google"
     )
-    result = convene(request("rank-bad", method="rank"), runtimes=rts, rune_dir=tmp_path)
+    result = convene(
+        request("rank-bad", method="rank"),
+        CouncilOptions(runtimes=rts, rune_dir=tmp_path),
+    )
     rank = result.deliberation.rank  # type: ignore[union-attr]
     assert rank is not None and [a.voice_id for a in rank.absent] == ["v3"]
     assert any("anonymised labels" in d.reason and d.source == "v3" for d in rank.dropped_lines)
@@ -361,8 +376,7 @@ def test_a_malformed_rank_ballot_is_absent_and_logged(tmp_path: Path) -> None:
 def test_rounds_stop_early_once_the_council_converges(tmp_path: Path) -> None:
     result = convene(
         request("rounds-conv", method="rank", rounds={"max_rounds": 3}),
-        runtimes=three(),
-        rune_dir=tmp_path,
+        CouncilOptions(runtimes=three(), rune_dir=tmp_path),
     )
     d = result.deliberation
     assert d is not None and len(d.rounds) == 1 and d.converged_early
@@ -385,9 +399,11 @@ def test_an_open_synth_keeps_the_council_open_for_another_round(tmp_path: Path) 
     )
     result = convene(
         request("rounds-open", method="rank", rounds={"max_rounds": 3}),
-        runtimes=rts,
-        rune_dir=tmp_path,
-        orchestrator=FunctionRuntime(lambda p: next(answers), name="chair"),
+        CouncilOptions(
+            runtimes=rts,
+            rune_dir=tmp_path,
+            orchestrator=FunctionRuntime(lambda p: next(answers), name="chair"),
+        ),
     )
     d = result.deliberation
     assert d is not None and [r.closed for r in d.rounds] == [False, True]
@@ -413,9 +429,11 @@ def test_divergence_policies(tmp_path: Path, policy: str, rounds_run: int, flag:
             method="rank",
             rounds={"max_rounds": 3, "on_divergence": policy, "convergence_threshold": 1.0},
         ),
-        runtimes=rts,
-        rune_dir=tmp_path,
-        orchestrator=FunctionRuntime(lambda p: 'Verdict.\nSYNTH open=["more?"]', name="chair"),
+        CouncilOptions(
+            runtimes=rts,
+            rune_dir=tmp_path,
+            orchestrator=FunctionRuntime(lambda p: 'Verdict.\nSYNTH open=["more?"]', name="chair"),
+        ),
     )
     d = result.deliberation
     assert d is not None and len(d.rounds) == rounds_run
@@ -446,10 +464,12 @@ def test_a_member_added_in_round_one_keeps_its_seat(tmp_path: Path) -> None:
         request(
             "rounds-seat", method="rank", rounds={"max_rounds": 2, "convergence_threshold": 1.0}
         ),
-        runtimes=rts,
-        subagent=subagent,
-        rune_dir=tmp_path,
-        orchestrator=FunctionRuntime(lambda p: 'V.\nSYNTH open=["x"]', name="chair"),
+        CouncilOptions(
+            runtimes=rts,
+            subagent=subagent,
+            rune_dir=tmp_path,
+            orchestrator=FunctionRuntime(lambda p: 'V.\nSYNTH open=["x"]', name="chair"),
+        ),
     )
     d = result.deliberation
     assert d is not None and len(d.rounds) == 2
@@ -492,9 +512,11 @@ def test_red_team_attacks_and_produces_a_risk_register(tmp_path: Path) -> None:
     rts[0] = member(scripted("NO", [ROLLBACK], seen=seen), "claude", "anthropic")
     result = convene(
         request("red-1", council_type="red_team"),
-        runtimes=rts,
-        rune_dir=tmp_path,
-        orchestrator=FunctionRuntime(lambda p: f"```json\n{REGISTER}\n```", name="chair"),
+        CouncilOptions(
+            runtimes=rts,
+            rune_dir=tmp_path,
+            orchestrator=FunctionRuntime(lambda p: f"```json\n{REGISTER}\n```", name="chair"),
+        ),
     )
     assert "You are an attacker" in seen[0] and "severity and the novelty" in seen[1]
     d = result.deliberation
@@ -508,7 +530,10 @@ def test_red_team_attacks_and_produces_a_risk_register(tmp_path: Path) -> None:
 
 
 def test_red_team_without_a_chairman_builds_the_register_from_claims(tmp_path: Path) -> None:
-    result = convene(request("red-2", council_type="red_team"), runtimes=three(), rune_dir=tmp_path)
+    result = convene(
+        request("red-2", council_type="red_team"),
+        CouncilOptions(runtimes=three(), rune_dir=tmp_path),
+    )
     register = result.deliberation.risk_register  # type: ignore[union-attr]
     assert register is not None and register.fallback == "arithmetic"
     assert register.risks[0].severity == "critical" and register.risks[0].identified_by == [
@@ -531,9 +556,11 @@ def test_a_chain_feeds_the_red_team_register_into_a_standard_council(tmp_path: P
 
     result = convene_chain(
         request("chain-1", method="rank"),
-        runtimes=rts,
-        rune_dir=tmp_path,
-        orchestrator=FunctionRuntime(chair, name="chair"),
+        CouncilOptions(
+            runtimes=rts,
+            rune_dir=tmp_path,
+            orchestrator=FunctionRuntime(chair, name="chair"),
+        ),
     )
     red = on_disk(tmp_path, "chain-1.red-team")
     assert red["deliberation"]["council_type"] == "red_team"
@@ -549,7 +576,10 @@ def test_a_chain_feeds_the_red_team_register_into_a_standard_council(tmp_path: P
 
 
 def test_every_result_carries_verdict_metadata(tmp_path: Path) -> None:
-    result = convene({"id": "plain", "question": Q}, runtimes=three(), rune_dir=tmp_path)
+    result = convene(
+        {"id": "plain", "question": Q},
+        CouncilOptions(runtimes=three(), rune_dir=tmp_path),
+    )
     m = result.verdict
     assert m is not None and result.deliberation is None
     assert m.consensus_score is None and m.confidence_label is None

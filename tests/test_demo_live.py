@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from rune_council.cli.live import PlainProgress, interactive
-from rune_council.council import convene
+from rune_council.council import CouncilOptions, convene
 from rune_council.demo import demo_request, demo_runtimes
 
 
@@ -15,9 +15,7 @@ def test_each_transition_is_one_line_with_elapsed_time(tmp_path: Path) -> None:
     out = io.StringIO()
     convene(
         demo_request("p1"),
-        runtimes=demo_runtimes(0.5),
-        rune_dir=tmp_path,
-        on_event=PlainProgress(out),
+        CouncilOptions(runtimes=demo_runtimes(0.5), rune_dir=tmp_path, on_event=PlainProgress(out)),
     )
     lines = out.getvalue().splitlines()
     assert lines[0] == "council p1: dispatching 4 voice(s)"
@@ -33,12 +31,14 @@ def test_a_second_council_on_the_same_view_starts_its_clocks_afresh(tmp_path: Pa
     out = io.StringIO()
     progress = PlainProgress(out)
     convene(
-        demo_request("first"), runtimes=demo_runtimes(0.5), rune_dir=tmp_path, on_event=progress
+        demo_request("first"),
+        CouncilOptions(runtimes=demo_runtimes(0.5), rune_dir=tmp_path, on_event=progress),
     )
     out.truncate(0)
     out.seek(0)
     convene(
-        demo_request("second"), runtimes=demo_runtimes(0.5), rune_dir=tmp_path, on_event=progress
+        demo_request("second"),
+        CouncilOptions(runtimes=demo_runtimes(0.5), rune_dir=tmp_path, on_event=progress),
     )
     running = [line for line in out.getvalue().splitlines() if " running " in line]
     assert len(running) == 4

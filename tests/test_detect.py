@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rune_council import RuntimeConfigError, convene
+from rune_council import CouncilOptions, RuntimeConfigError, convene
 from rune_council.config import trust_file
 from rune_council.contract import RuntimesFile
 from tests.fakes.bin import install_fake, path_with
@@ -109,7 +109,7 @@ def test_a_cli_only_the_login_shell_can_find_is_found_and_runs(tmp_path: Path) -
         "SHELL": "/bin/bash",
         "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
     }
-    result = convene(request("lp", n=2), rune_dir=tmp_path / ".rune", env=env)
+    result = convene(request("lp", n=2), CouncilOptions(rune_dir=tmp_path / ".rune", env=env))
     report = result.runtime_report
     codex = next(d for d in report.detected if d.runtime == "codex")
     assert codex.status == "available" and codex.path == str(tool_dir / "codex")
@@ -120,7 +120,7 @@ def test_a_cli_only_the_login_shell_can_find_is_found_and_runs(tmp_path: Path) -
     cached = RuntimesFile.model_validate_json((tmp_path / ".rune" / "runtimes.json").read_bytes())
     assert cached.login_shell and str(tool_dir) in cached.login_path
     assert len(counter.read_text().splitlines()) == 1  # asked once
-    convene(request("lp2", n=2), rune_dir=tmp_path / ".rune", env=env)
+    convene(request("lp2", n=2), CouncilOptions(rune_dir=tmp_path / ".rune", env=env))
     assert len(counter.read_text().splitlines()) == 1  # and not again while the cache holds
 
 
@@ -180,7 +180,7 @@ def test_agents_only_the_bridge_reaches_run_through_it(tmp_path: Path) -> None:
         "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
         "UNRELATED_SECRET_TOKEN": "planted-zzzz9999",
     }
-    result = convene(request("br", n=3), rune_dir=tmp_path / ".rune", env=env)
+    result = convene(request("br", n=3), CouncilOptions(rune_dir=tmp_path / ".rune", env=env))
     detected = {d.runtime: d for d in result.runtime_report.detected}
     assert detected["claude"].via is None  # installed directly: never through the bridge
     assert "1devtool:claude" not in detected
@@ -251,7 +251,7 @@ def test_a_user_defined_cli_joins_the_council_without_code_changes(tmp_path: Pat
         "RUNE_COUNCIL_LOGIN_SHELL": "0",
         "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
     }
-    result = convene(request("ud", n=2), rune_dir=tmp_path / ".rune", env=env)
+    result = convene(request("ud", n=2), CouncilOptions(rune_dir=tmp_path / ".rune", env=env))
     detected = {d.runtime: d for d in result.runtime_report.detected}
     assert (detected["mistral"].status, detected["mistral"].version) == ("available", "3.1")
     mistral = next(v for v in result.voices if v.runtime == "mistral")
@@ -345,4 +345,4 @@ def test_a_user_runtime_may_not_shadow_a_built_in_adapter(tmp_path: Path) -> Non
     (tmp_path / ".rune").mkdir()
     (tmp_path / ".rune" / "council.toml").write_text('[runtimes.claude]\ncommand = "my-claude"\n')
     with pytest.raises(RuntimeConfigError, match="'claude' is a built-in adapter"):
-        convene(request("sh"), rune_dir=tmp_path / ".rune", env={"PATH": BARE_PATH})
+        convene(request("sh"), CouncilOptions(rune_dir=tmp_path / ".rune", env={"PATH": BARE_PATH}))

@@ -24,7 +24,7 @@ import jsonschema
 import psutil
 import pytest
 
-from rune_council import RequestError, RunFileError, convene
+from rune_council import CouncilOptions, RequestError, RunFileError, convene
 from rune_council.contract import CouncilResult, RunEvent
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, answer, claim
@@ -75,7 +75,8 @@ class Rig:
             "n": kwargs.pop("n", 2),
             "budget": {"per_voice_timeout_s": timeout_s},
         }
-        return convene(req, rune_dir=self.rune, env=self.env, allow_external=True, **kwargs)
+        options = CouncilOptions(rune_dir=self.rune, env=self.env, allow_external=True, **kwargs)
+        return convene(req, options)
 
     def pids(self) -> list[int]:
         if not self.pid_file.exists():
@@ -292,9 +293,7 @@ def test_the_prompt_never_shows_in_any_childs_argv(rig: Rig) -> None:
     try:
         result = convene(
             {"id": "argv", "question": question, "n": 5},
-            rune_dir=rig.rune,
-            env=rig.env,
-            allow_external=True,
+            CouncilOptions(rune_dir=rig.rune, env=rig.env, allow_external=True),
         )
     finally:
         stop.set()

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from rune_council import convene
+from rune_council import CouncilOptions, convene
 from rune_council.endpoints import EndpointSetup, EndpointSpec, ModelRef, resolve_model
 from rune_council.endpoints.discovery import cache_path
 from rune_council.paths import RuneDir
@@ -83,7 +83,10 @@ def lab(server: OpenAIServer, **extra: Any) -> EndpointSpec:
 def run(world: dict[str, Any], setup: EndpointSetup, run_id: str, **kw: Any) -> Any:
     request = {"id": run_id, "question": Q, "artifact": {"name": "plan.md", "text": PLAN}}
     return convene(
-        request, runtimes=[], endpoints=setup, rune_dir=world["rune"], env=world["env"], **kw
+        request,
+        CouncilOptions(
+            runtimes=[], endpoints=setup, rune_dir=world["rune"], env=world["env"], **kw
+        ),
     )
 
 
@@ -262,14 +265,15 @@ def test_without_consent_for_external_dispatch_no_endpoint_is_asked(
     setup = EndpointSetup(endpoints=(lab(server),))
     request = {"id": "nc1", "question": Q}
     where = tmp_path / ".rune"
-    refused = convene(request, endpoints=setup, rune_dir=where, env=env)
+    refused = convene(request, CouncilOptions(endpoints=setup, rune_dir=where, env=env))
     assert server.requests() == []
     assert refused.voices_valid == 0
     [note] = [n for n in refused.notes if "HTTP endpoints configured (lab)" in n]
     assert "consent for external dispatch not granted" in note and "--yes" in note
 
     granted = convene(
-        {**request, "id": "nc2"}, endpoints=setup, rune_dir=where, env=env, allow_external=True
+        {**request, "id": "nc2"},
+        CouncilOptions(endpoints=setup, rune_dir=where, env=env, allow_external=True),
     )
     assert granted.decorrelation == "MULTI_FAMILY"
 
@@ -289,10 +293,12 @@ def test_cancelling_a_run_abandons_slow_endpoint_voices_at_once(
         task = asyncio.ensure_future(
             aconvene(
                 request,
-                runtimes=[],
-                endpoints=EndpointSetup(endpoints=(lab(server),)),
-                rune_dir=world["rune"],
-                env=world["env"],
+                CouncilOptions(
+                    runtimes=[],
+                    endpoints=EndpointSetup(endpoints=(lab(server),)),
+                    rune_dir=world["rune"],
+                    env=world["env"],
+                ),
             )
         )
         await asyncio.sleep(1.0)

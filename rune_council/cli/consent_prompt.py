@@ -34,7 +34,7 @@ def external_consent(
         return None
     from ..config import load_config
     from ..consent import decide, remember
-    from ..runtimes.assembly import assemble_clis
+    from ..discovery.assembly import assemble_clis
 
     env = dict(os.environ)
     config = load_config(where, env) if config is None else config

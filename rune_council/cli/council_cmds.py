@@ -105,8 +105,7 @@ def run_command(
     ] = False,
 ) -> None:
     from ..config import load_config
-    from ..council import convene, new_run_id
-    from ..deliberation.chain import convene_chain
+    from ..council import CouncilOptions, convene, convene_chain, new_run_id
     from ..deliberation.render import deliberation_request, render_deliberation
     from ..endpoints import setup_from_options
     from ..paths import RuneDir
@@ -121,13 +120,9 @@ def run_command(
         question = sys.stdin.read().strip()
     with council_errors(cancellable=True), terminating_signals():
         config = load_config(where)
-        command = subagent_cmd or config.subagent.command
-        family = subagent_family or config.subagent.family or "unknown"
-        subagent = (
-            CommandRuntime.from_command_line(command, model_family=family) if command else None
-        )
         if subagent_cmd and subagent_endpoint:
             raise fail("give --subagent-cmd or --subagent-endpoint, not both", EXIT_BAD_INPUT)
+        # Only what the flags name goes in; the library adds council.toml's [subagent].
         endpoints = setup_from_options(
             where,
             endpoints=endpoint or (),
@@ -135,11 +130,9 @@ def run_command(
             refresh=refresh_models,
             subagent_endpoint=subagent_endpoint,
             subagent_model=subagent_model,
-            with_subagent=subagent is None or subagent_endpoint is not None,
+            with_subagent=subagent_endpoint is not None or subagent_model is not None,
             config=config,
         )
-        if subagent_endpoint is not None:
-            subagent = None
         request: dict[str, Any] = {
             "id": run_id or new_run_id(),
             "question": question,
@@ -165,17 +158,18 @@ def run_command(
         allow_external = external_consent(where, yes=yes, refresh=refresh, config=config)
         # Live per-voice table on a terminal, plain lines otherwise, nothing with --json.
         with progress(enabled=not as_json) as on_event:
-            result = (convene_chain if chain else convene)(
-                request,
+            options = CouncilOptions(
+                subagent_command=subagent_cmd,
+                subagent_family=subagent_family,
                 orchestrator=chair,
-                subagent=subagent,
+                endpoints=endpoints,
+                allow_external=allow_external,
                 rune_dir=where.root,
                 refresh=refresh,
                 on_event=on_event,
-                endpoints=endpoints,
-                allow_external=allow_external,
                 config=config,
             )
+            result = (convene_chain if chain else convene)(request, options)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
@@ -199,8 +193,8 @@ def detect_command(
     import asyncio
 
     from ..config import load_config
+    from ..discovery.assembly import detect_configured
     from ..paths import RuneDir
-    from ..runtimes.assembly import detect_configured
     from ..safetext import plain
 
     where = RuneDir.resolve(rune_dir)

@@ -40,7 +40,7 @@ def demo_command(
         bool, typer.Option("--json", help="Print the CouncilResult as JSON and nothing else.")
     ] = False,
 ) -> None:
-    from ..council import convene, new_run_id, parse_request
+    from ..council import CouncilOptions, convene, new_run_id, parse_request
     from ..demo import demo_request, demo_runtimes
     from ..paths import RuneDir
     from .live import progress
@@ -61,9 +61,10 @@ def demo_command(
         terminating_signals(),
         progress(enabled=not as_json) as on_event,
     ):
-        result = convene(
-            request, runtimes=demo_runtimes(pace), rune_dir=where.root, on_event=on_event
+        options = CouncilOptions(
+            runtimes=demo_runtimes(pace), rune_dir=where.root, on_event=on_event
         )
+        result = convene(request, options)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:

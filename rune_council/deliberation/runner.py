@@ -28,7 +28,7 @@ from ..runtimes.base import Runtime
 from ..runtimes.subagent import SubagentFn
 from ..stages.allocate import SlotPrompts
 from ..stages.dispatch import dispatch
-from ..stages.judge import judge
+from ..stages.verdict import reach_verdict
 from . import redteam, registry, rounds
 from .chair import Chair, resolve_orchestrator
 from .metadata import seal, settle_decision
@@ -141,7 +141,7 @@ class _Rounds:
         """The new answers through the first pass's own judging; earlier notes and uses stay."""
         result = self.result
         notes, used = list(result.notes), set(result.runtime_report.used)
-        fresh = judge(
+        fresh = reach_verdict(
             result,
             self.artifact_name,
             on_drop=lambda voice, dropped: self.hooks.voice_change(voice, dropped.reason),

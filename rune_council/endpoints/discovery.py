@@ -17,8 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import EndpointCallError
+from ..files import atomic_write_json
 from ..paths import RuneDir
-from ..recorder import atomic_write_json
 from ..runtimes.http import EndpointClient
 from ..safefile import read_capped
 from .config import EndpointSpec

@@ -57,7 +57,7 @@ class ConnectionConsent:
             return self._asked
 
     async def _ask(self, session: ServerSession, request_id: types.RequestId) -> Decision:
-        from ..runtimes.assembly import assemble_clis
+        from ..discovery.assembly import assemble_clis
 
         found = await assemble_clis(self._where, env=self._settings.env, allow_external=True)
         names = [r.name for r in found.runtimes]

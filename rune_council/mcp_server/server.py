@@ -146,7 +146,7 @@ class CouncilServer:
         )
 
     async def _convene(self, args: ConveneArgs) -> ToolResult:
-        from ..council import aconvene, new_run_id
+        from ..council import CouncilOptions, aconvene, new_run_id
         from ..deliberation.render import render_deliberation
         from ..render import render
 
@@ -162,11 +162,13 @@ class CouncilServer:
         task: asyncio.Future[CouncilResult] = asyncio.ensure_future(
             aconvene(
                 request,
-                subagent=self._subagent(),
-                rune_dir=self.where.root,
-                env=self.settings.env,
-                on_event=on_event,
-                allow_external=decision.allow,
+                CouncilOptions(
+                    subagent=self._subagent(),
+                    rune_dir=self.where.root,
+                    env=self.settings.env,
+                    on_event=on_event,
+                    allow_external=decision.allow,
+                ),
             )
         )
         self._councils.add(task)
@@ -243,7 +245,7 @@ class CouncilServer:
         return CommandRuntime.from_command_line(command, model_family=family)
 
     async def _detect(self, args: DetectArgs) -> ToolResult:
-        from ..runtimes.assembly import detect_configured
+        from ..discovery.assembly import detect_configured
 
         report, cached = await detect_configured(
             self.where, env=self.settings.env, refresh=args.refresh

@@ -363,9 +363,9 @@ async def cancel_council(request: Request) -> Response:
 
 
 async def runtimes(request: Request) -> Response:
+    from ..discovery.assembly import detect_configured
     from ..endpoints.config import configured_endpoints
     from ..paths import RuneDir
-    from ..runtimes.assembly import detect_configured
 
     state = _state(request)
     where = RuneDir.resolve(state.settings.rune_dir)

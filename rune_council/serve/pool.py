@@ -144,7 +144,7 @@ class CouncilPool:
 
     async def _convene(self, entry: _Entry) -> None:
         """The one call into the library: the same council the CLI runs."""
-        from ..council import aconvene
+        from ..council import CouncilOptions, aconvene
 
         endpoints = None
         if entry.endpoints is not None:
@@ -153,8 +153,7 @@ class CouncilPool:
             endpoints = setup_from_options(
                 self.where, endpoints=entry.endpoints, with_subagent=self._subagent is None
             )
-        await aconvene(
-            entry.request,
+        options = CouncilOptions(
             subagent=self._subagent,
             subagent_family=self.settings.subagent_family,
             rune_dir=self.where.root,
@@ -163,6 +162,7 @@ class CouncilPool:
             # The file is ours: the queued document written when the request came in.
             overwrite=True,
         )
+        await aconvene(entry.request, options)
 
     def _close_unstarted(self, entry: _Entry, status: str, note: str) -> None:
         """End a run that never reached the library's own bookkeeping; leave any other alone."""

@@ -8,7 +8,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from rune_council import PerspectiveRequest, RequestError, RunIdError, convene
+from rune_council import (
+    CouncilOptions,
+    PerspectiveRequest,
+    RequestError,
+    RunIdError,
+    convene,
+)
 from rune_council.council import parse_request
 from rune_council.paths import RuneDir
 from rune_council.schema import SCHEMAS, render_schema
@@ -75,5 +81,8 @@ def test_generate_mode_answers_not_implemented(tmp_path: Path) -> None:
     from rune_council import NotImplementedModeError
 
     with pytest.raises(NotImplementedModeError, match="NOT_IMPLEMENTED"):
-        convene(PerspectiveRequest(id="g", question="Write it", mode="generate"), rune_dir=tmp_path)
+        convene(
+            PerspectiveRequest(id="g", question="Write it", mode="generate"),
+            CouncilOptions(rune_dir=tmp_path),
+        )
     assert not (tmp_path / "council").exists()

@@ -126,7 +126,7 @@ def test_a_council_unfolds_live_in_the_browser(tmp_path: Path, browser: Any) -> 
 
 
 def test_deliberation_tallies_and_rounds_are_shown(tmp_path: Path, browser: Any) -> None:
-    from rune_council import FunctionRuntime, convene
+    from rune_council import CouncilOptions, FunctionRuntime, convene
     from tests.test_deliberation import request, three
 
     rune = tmp_path / ".rune"
@@ -135,11 +135,12 @@ def test_deliberation_tallies_and_rounds_are_shown(tmp_path: Path, browser: Any)
     chair = FunctionRuntime(lambda prompt: 'Verdict.\nSYNTH open=["more?"]', name="chair")
     ranked = convene(
         request("ranked", method="rank", rounds=rounds),
-        runtimes=three(),
-        rune_dir=rune,
-        orchestrator=chair,
+        CouncilOptions(runtimes=three(), rune_dir=rune, orchestrator=chair),
     )
-    voted = convene(request("voted", method="vote"), runtimes=three(), rune_dir=rune)
+    voted = convene(
+        request("voted", method="vote"),
+        CouncilOptions(runtimes=three(), rune_dir=rune),
+    )
     assert ranked.deliberation is not None and ranked.deliberation.rank is not None
     assert voted.deliberation is not None and voted.deliberation.vote is not None
     with serving(tmp_path) as server:

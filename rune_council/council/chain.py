@@ -10,7 +10,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..contract import CouncilResult, DeliberationOptions, PerspectiveRequest, RoundsOptions
-from .redteam import register_as_context
+from ..deliberation.redteam import register_as_context
+from .lifecycle import run_blocking
+from .options import CouncilOptions
+from .pipeline import aconvene
+from .request import parse_request
 
 RED_TEAM_SUFFIX = ".red-team"
 MAX_ID = 128
@@ -22,11 +26,9 @@ def red_team_id(run_id: str) -> str:
 
 
 async def aconvene_chain(
-    request: PerspectiveRequest | Mapping[str, Any], **kwargs: Any
+    request: PerspectiveRequest | Mapping[str, Any], options: CouncilOptions | None = None
 ) -> CouncilResult:
     """Run the red team, then the standard council; returns the standard council's result."""
-    from ..council import aconvene, parse_request
-
     req = parse_request(request)
     base = req.deliberation or DeliberationOptions()
     red_request = req.model_copy(
@@ -43,7 +45,7 @@ async def aconvene_chain(
             ),
         }
     )
-    red = await aconvene(red_request, **kwargs)
+    red = await aconvene(red_request, options)
     register = red.deliberation.risk_register if red.deliberation else None
     context = (
         register_as_context(register, red.id)
@@ -57,11 +59,11 @@ async def aconvene_chain(
             )
         }
     )
-    return await aconvene(standard, **kwargs)
+    return await aconvene(standard, options)
 
 
-def convene_chain(request: PerspectiveRequest | Mapping[str, Any], **kwargs: Any) -> CouncilResult:
+def convene_chain(
+    request: PerspectiveRequest | Mapping[str, Any], options: CouncilOptions | None = None
+) -> CouncilResult:
     """Blocking form of :func:`aconvene_chain`."""
-    from ..council import run_blocking
-
-    return run_blocking(lambda: aconvene_chain(request, **kwargs))
+    return run_blocking(lambda: aconvene_chain(request, options))

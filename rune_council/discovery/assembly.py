@@ -14,13 +14,13 @@ from ..config import CouncilConfig, load_config
 from ..consent import HOW_TO_GRANT, Consent, decide
 from ..contract import DetectedRuntime, RuntimesFile
 from ..paths import RuneDir
-from ..stages.detect import detect
-from .adapters import ADAPTERS, CliAdapter
-from .base import Runtime
-from .bridge import RUNTIME_PREFIX, BridgeRuntime
-from .cli import CliRuntime
-from .plugins import plugin_adapters, plugins_digest
-from .user_defined import load_user_runtimes, specs_digest
+from ..runtimes.adapters import ADAPTERS, CliAdapter
+from ..runtimes.base import Runtime
+from ..runtimes.bridge import RUNTIME_PREFIX, BridgeRuntime
+from ..runtimes.cli import CliRuntime
+from ..runtimes.plugins import plugin_adapters, plugins_digest
+from ..runtimes.user_defined import load_user_runtimes, specs_digest
+from .detect import detect
 
 
 def allowed_env(config: CouncilConfig) -> tuple[str, ...]:

@@ -27,8 +27,8 @@ from pydantic import ValidationError
 from ..config import user_config_dir
 from ..contract import DetectedRuntime, RuntimesFile
 from ..errors import RunFileError
+from ..files import atomic_write_json
 from ..paths import RuneDir
-from ..recorder import atomic_write_json
 from ..runtimes.adapters import ADAPTERS, CliAdapter, adapter_env
 from ..runtimes.base import redact, secret_values
 from ..runtimes.bridge import BRIDGE_NAME, RUNTIME_PREFIX, find_bridge, list_agents

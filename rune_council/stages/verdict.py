@@ -23,7 +23,7 @@ def used_runtimes(result: CouncilResult) -> list[str]:
     return sorted({a.runtime for v in result.voices for a in v.attempts if a.outcome == "ok"})
 
 
-def judge(
+def reach_verdict(
     result: CouncilResult, artifact_name: str | None, on_drop: OnDrop | None = None
 ) -> list[str]:
     """Fill in the verdict on ``result``; returns ARBITRATE's notes for the caller to add."""

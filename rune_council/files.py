@@ -1,0 +1,44 @@
+"""Whole-file, atomic writes: the one way rune-council puts a file on disk.
+
+A reader polling a file (a run file, the detection cache) must never see half a document,
+so each write goes to a temporary file in the same directory, is fsynced, then renamed over
+the target. The rename replaces a symlink rather than following it, and we refuse outright
+to write through one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import RunFileError
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    payload = json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
+    atomic_write_bytes(path, payload)
+
+
+def atomic_write_bytes(path: Path, payload: bytes) -> None:
+    directory = path.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunFileError(f"cannot create {directory}: {exc}") from exc
+    if path.is_symlink():
+        raise RunFileError(f"refusing to write through a symlink: {path}")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
