@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         RunFileError,
         RunIdError,
         RuntimeConfigError,
+        StorageError,
     )
     from .runtimes.subagent import CommandRuntime, FunctionRuntime
 
@@ -39,6 +40,7 @@ __all__ = [
     "RunFileError",
     "RunIdError",
     "RuntimeConfigError",
+    "StorageError",
     "VoiceAnswer",
     "aconvene",
     "convene",
@@ -58,6 +60,7 @@ _HOME = {
     "RunFileError": "errors",
     "RunIdError": "errors",
     "RuntimeConfigError": "errors",
+    "StorageError": "errors",
     "CommandRuntime": "runtimes.subagent",
     "FunctionRuntime": "runtimes.subagent",
 }

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import RunFileError
+from .errors import RunFileError, file_error
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
@@ -24,21 +24,28 @@ def atomic_write_json(path: Path, data: Any) -> None:
 
 
 def atomic_write_bytes(path: Path, payload: bytes) -> None:
+    """Replace ``path`` with ``payload`` in one step; a wrong path is a ``RunFileError``, a
+    failing disk a ``StorageError``."""
     directory = path.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise RunFileError(f"cannot create {directory}: {exc}") from exc
+        raise file_error(f"cannot create {directory}", exc) from exc
     if path.is_symlink():
         raise RunFileError(f"refusing to write through a symlink: {path}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise file_error(f"cannot write in {directory}", exc) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise file_error(f"cannot write {path}", exc) from exc
         raise

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from . import safejson
 from .contract import CouncilResult, Orchestrator
-from .errors import RunFileError
+from .errors import RunFileError, file_error
 from .paths import RuneDir
 from .safefile import read_capped
 
@@ -55,7 +55,7 @@ def read_bytes(path: Path) -> bytes:
     except FileNotFoundError:
         raise RunFileError(f"no run file at {path}") from None
     except OSError as exc:
-        raise RunFileError(f"cannot read {path}: {exc.strerror}") from None
+        raise file_error(f"cannot read {path}", exc) from None
     if cut:
         raise RunFileError(f"{path} is larger than {MAX_RUN_FILE_BYTES} bytes; not read")
     return raw

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..errors import ExitCode, exit_code_for
 from . import (
     council_cmds,  # noqa: F401  (registers the commands)
     demo_cmd,  # noqa: F401
@@ -19,7 +20,7 @@ from . import (
     tally_cmd,  # noqa: F401
     trust_cmd,  # noqa: F401
 )
-from .app import EXIT_CANCELLED, EXIT_INTERNAL, app
+from .app import app
 
 __all__ = ["app", "main"]
 
@@ -28,9 +29,11 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        sys.exit(EXIT_CANCELLED)
+        sys.exit(ExitCode.CANCELLED)
     except Exception as exc:  # one clear line, no traceback, unless asked for one
         if os.environ.get("RUNE_DEBUG"):
             raise
-        print(f"rune: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(EXIT_INTERNAL)
+        code = exit_code_for(exc)
+        what = "I/O error" if code == ExitCode.IO_ERROR else "internal error"
+        print(f"rune: {what}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(code)

@@ -1,9 +1,8 @@
-"""The ``rune`` Typer apps, exit codes and the helpers every command shares.
+"""The ``rune`` Typer apps and the helpers every command shares.
 
 Heavy modules (pydantic, the stages) are imported inside the commands so ``rune --help``
-starts fast. Exit codes: 0 a result with at least one valid voice; 1 nothing could be
-gathered (no voice passed); 2 bad input (a malformed request, an unusable option, a mode
-that is not served); 70 an internal error; 130 cancelled.
+starts fast. Every command ends with a code from ``rune_council.errors.ExitCode``; an error
+is turned into one through ``exit_code_for``, the one table (see README "Exit codes").
 """
 
 from __future__ import annotations
@@ -15,11 +14,14 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-EXIT_OK = 0
-EXIT_NOTHING_GATHERED = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERNAL = 70
-EXIT_CANCELLED = 130
+from ..errors import ExitCode
+
+# The names commands used before the table; each is the table's code.
+EXIT_OK = ExitCode.OK
+EXIT_NOTHING_GATHERED = ExitCode.NO_VERDICT
+EXIT_BAD_INPUT = ExitCode.BAD_INPUT
+EXIT_INTERNAL = ExitCode.INTERNAL
+EXIT_CANCELLED = ExitCode.CANCELLED
 
 
 class _CouncilGroup(TyperGroup):
@@ -59,18 +61,18 @@ def fail(message: str, code: int) -> typer.Exit:
 
 @contextmanager
 def council_errors(cancellable: bool = False) -> Iterator[None]:
-    """The library's errors as one line and an exit code: bad input, or cancelled."""
-    from ..errors import CouncilError
+    """The library's errors as one line and the exit code the table gives their class."""
+    from ..errors import CouncilError, exit_code_for
 
     try:
         yield
     except KeyboardInterrupt as exc:
         if not cancellable:
             raise
-        from .signals import exit_code_for
+        from .signals import exit_code_for as signal_exit_code
 
-        code = exit_code_for(exc)
-        why = f" by {exc}" if code != EXIT_CANCELLED else ""
+        code = signal_exit_code(exc)
+        why = f" by {exc}" if code != ExitCode.CANCELLED else ""
         raise fail(f"cancelled{why}; the run file records what had completed", code) from None
     except CouncilError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
+        raise fail(str(exc), exit_code_for(exc)) from None

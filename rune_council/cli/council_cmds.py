@@ -10,7 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .app import EXIT_BAD_INPUT, EXIT_NOTHING_GATHERED, council_app, council_errors, fail
+from ..errors import ExitCode
+from .app import council_app, council_errors, fail
 
 
 @council_app.command("run", help="Ask the council a question (the default command).")
@@ -121,7 +122,7 @@ def run_command(
     with council_errors(cancellable=True), terminating_signals():
         config = load_config(where)
         if subagent_cmd and subagent_endpoint:
-            raise fail("give --subagent-cmd or --subagent-endpoint, not both", EXIT_BAD_INPUT)
+            raise fail("give --subagent-cmd or --subagent-endpoint, not both", ExitCode.BAD_INPUT)
         # Only what the flags name goes in; the library adds council.toml's [subagent].
         endpoints = setup_from_options(
             where,
@@ -181,7 +182,7 @@ def run_command(
                 "`rune council detect` say why (--yes, --subagent-cmd or --endpoint add voices)",
                 err=True,
             )
-        raise typer.Exit(EXIT_NOTHING_GATHERED)
+        raise typer.Exit(ExitCode.NO_VERDICT)
 
 
 @council_app.command("detect", help="Show which AI CLIs are installed and their families.")

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from .app import EXIT_NOTHING_GATHERED, council_app, council_errors
+from ..errors import ExitCode
+from .app import council_app, council_errors
 
 
 @council_app.command(
@@ -75,4 +76,4 @@ def demo_command(
             err=True,
         )
     if result.voices_valid == 0:
-        raise typer.Exit(EXIT_NOTHING_GATHERED)
+        raise typer.Exit(ExitCode.NO_VERDICT)

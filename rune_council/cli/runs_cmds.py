@@ -12,25 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..errors import ExitCode, exit_code_for
 from ..safetext import plain
-from .app import (
-    EXIT_BAD_INPUT,
-    EXIT_CANCELLED,
-    EXIT_INTERNAL,
-    EXIT_NOTHING_GATHERED,
-    EXIT_OK,
-    council_app,
-    fail,
-)
+from .app import council_app, fail
 
 if TYPE_CHECKING:
     from ..contract import CouncilResult, RunEvent
-
-# The run's writer died before it finished: the result will never come. (sysexits' "try
-# again later": the run can be started again.)
-EXIT_ABANDONED = 75
-# verify: the recomputation disagrees with the file.
-EXIT_MISMATCH = 1
 
 
 def _complete_run_ids(incomplete: str) -> list[str]:
@@ -63,12 +50,12 @@ RuneDirOption = Annotated[
 def exit_code_of(result: CouncilResult) -> int:
     """The code ``rune council`` exited with (or would have) for this run's final state."""
     if result.status == "cancelled":
-        return EXIT_CANCELLED
+        return ExitCode.CANCELLED
     if result.status == "failed":
-        return EXIT_INTERNAL
+        return ExitCode.INTERNAL
     if result.status == "complete" and result.voices_valid == 0:
-        return EXIT_NOTHING_GATHERED
-    return EXIT_OK
+        return ExitCode.NO_VERDICT
+    return ExitCode.OK
 
 
 def _locate(ref: str, rune_dir: Path | None) -> Path:
@@ -78,7 +65,7 @@ def _locate(ref: str, rune_dir: Path | None) -> Path:
     try:
         return locate(ref, rune_dir)
     except CouncilError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
+        raise fail(str(exc), exit_code_for(exc)) from None
 
 
 def _load(ref: str, rune_dir: Path | None) -> CouncilResult:
@@ -89,7 +76,7 @@ def _load(ref: str, rune_dir: Path | None) -> CouncilResult:
     try:
         return load(path)
     except CouncilError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
+        raise fail(str(exc), exit_code_for(exc)) from None
 
 
 def _clock(stamp: str) -> str:
@@ -151,7 +138,7 @@ def _summary(result: CouncilResult) -> str:
     help=(
         "Follow a run as another process writes it: print each transition once, then exit "
         "with the code the run had (0 result, 1 nothing gathered, 70 failed, 130 "
-        f"cancelled, {EXIT_ABANDONED} abandoned: its orchestrator died before finishing). "
+        f"cancelled, {ExitCode.ABANDONED} abandoned: its orchestrator died before finishing). "
         "Waits for a run that has not started writing yet. Ctrl-C stops watching, not the run."
     ),
 )
@@ -242,16 +229,16 @@ def watch_command(
                         "type": "abandoned",
                         "run": result.id,
                         "detail": update.detail,
-                        "exit_code": EXIT_ABANDONED,
+                        "exit_code": ExitCode.ABANDONED,
                     },
                     f"run {result.id} abandoned: {update.detail}; it will not finish "
-                    f"(exit {EXIT_ABANDONED})",
+                    f"(exit {ExitCode.ABANDONED})",
                 )
-                raise typer.Exit(EXIT_ABANDONED)
+                raise typer.Exit(ExitCode.ABANDONED)
     except KeyboardInterrupt:
-        raise fail("stopped watching; the run itself goes on", EXIT_CANCELLED) from None
+        raise fail("stopped watching; the run itself goes on", ExitCode.CANCELLED) from None
     except CouncilError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
+        raise fail(str(exc), exit_code_for(exc)) from None
 
 
 @council_app.command(
@@ -404,7 +391,7 @@ def verify_command(
     try:
         outcome = verify(result)
     except CouncilError as exc:
-        raise fail(str(exc), EXIT_BAD_INPUT) from None
+        raise fail(str(exc), exit_code_for(exc)) from None
     if as_json:
         typer.echo(
             json.dumps(
@@ -447,4 +434,4 @@ def verify_command(
         for limit in outcome.cannot_check:
             typer.echo(f"  - {limit}")
     if not outcome.reproduced:
-        raise typer.Exit(EXIT_MISMATCH)
+        raise typer.Exit(ExitCode.NO_VERDICT)

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .. import safejson
+from ..errors import ExitCode
 from ..safefile import read_capped
 from ..safetext import plain
-from .app import EXIT_BAD_INPUT, council_app, fail
+from .app import council_app, fail
 
 if TYPE_CHECKING:
     from ..contract import TallyReport
 
-EXIT_INVALID = 1
 MAX_TRANSCRIPT_BYTES = 20_000_000
 
 
@@ -32,7 +32,8 @@ def _transcript_from(raw: str) -> str:
         if isinstance(rank, dict) and isinstance(rank.get("transcript"), str):
             return str(rank["transcript"])
         raise fail(
-            "the JSON file holds no rank transcript (deliberation.rank.transcript)", EXIT_BAD_INPUT
+            "the JSON file holds no rank transcript (deliberation.rank.transcript)",
+            ExitCode.BAD_INPUT,
         )
     return raw
 
@@ -120,9 +121,12 @@ def tally_command(
             # Regular files only, read up to the cap: a FIFO or a device is refused at once.
             data, cut = read_capped(Path(file), MAX_TRANSCRIPT_BYTES)
         except OSError as exc:
-            raise fail(f"cannot read {file}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
+            from ..errors import RequestError, exit_code_for, file_error
+
+            error = file_error(f"cannot read {file}", exc, bad_path=RequestError)
+            raise fail(str(error), exit_code_for(error)) from None
         if cut:
-            raise fail(f"{file} is larger than {MAX_TRANSCRIPT_BYTES} bytes", EXIT_BAD_INPUT)
+            raise fail(f"{file} is larger than {MAX_TRANSCRIPT_BYTES} bytes", ExitCode.BAD_INPUT)
         raw = data.decode("utf-8", errors="replace")
         source = file
     report = tally_text(_transcript_from(raw))
@@ -131,4 +135,4 @@ def tally_command(
     else:
         typer.echo(plain(render_tally(report, source)))
     if not report.valid:
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(ExitCode.NO_VERDICT)

@@ -12,7 +12,8 @@ from typing import Annotated
 
 import typer
 
-from .app import EXIT_BAD_INPUT, council_app, council_errors, fail
+from ..errors import ExitCode
+from .app import council_app, council_errors, fail
 
 
 @council_app.command(
@@ -44,7 +45,7 @@ def trust_command(
 
     if list_:
         if revoke or path is not None:
-            raise fail("--list takes no file and no --revoke", EXIT_BAD_INPUT)
+            raise fail("--list takes no file and no --revoke", ExitCode.BAD_INPUT)
         records = trust_store().records()
         if not records:
             typer.echo("no trusted files")

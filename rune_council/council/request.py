@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..contract import PerspectiveRequest
-from ..errors import NotImplementedModeError, RequestError
+from ..errors import NotImplementedModeError, RequestError, file_error
 from ..paths import RuneDir
 from ..safefile import read_capped
 
@@ -71,7 +71,8 @@ def read_artifact(request: PerspectiveRequest) -> Artifact:
         # A FIFO, a device or a huge sparse file is refused or capped before it is read.
         raw, _cut = read_capped(path, ARTIFACT_READ_CAP)
     except OSError as exc:
-        raise RequestError(f"cannot read artifact {artifact.path}: {exc.strerror}") from exc
+        message = f"cannot read artifact {artifact.path}"
+        raise file_error(message, exc, bad_path=RequestError) from exc
     return Artifact(artifact.shown_name, raw.decode("utf-8", errors="replace"))
 
 
