@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 from rune_council import CouncilOptions, convene
+from rune_council.config import trust_file
 from rune_council.endpoints import EndpointSetup, EndpointSpec, ModelRef, resolve_model
 from rune_council.endpoints.discovery import cache_path
 from rune_council.paths import RuneDir
@@ -226,6 +227,31 @@ def test_an_endpoint_model_can_be_the_subagent(server: OpenAIServer, world: dict
     # Each subagent seat still got its own persona in the prompt.
     prompts = [s.prompt for s in server.requests("/v1/chat/completions")]
     assert len(set(prompts)) == 3
+
+
+def test_a_subagent_endpoint_the_caller_names_comes_before_council_toml(
+    server: OpenAIServer, world: dict[str, Any]
+) -> None:
+    world["rune"].mkdir()
+    toml = world["rune"] / "council.toml"
+    # A command that fails every slot, trusted so that it would be used if its turn came.
+    toml.write_text('[subagent]\ncommand = "false"\n', encoding="utf-8")
+    trust_file(toml, world["env"])
+    options = CouncilOptions(
+        endpoints=EndpointSetup(subagent=ModelRef(lab(server), QWEN)),
+        rune_dir=world["rune"],
+        env=world["env"],
+    )
+    result = convene({"id": "order", "question": Q, "n": 2}, options)
+    assert {v.runtime for v in result.voices} == {f"subagent@lab:{QWEN}"}
+    assert result.voices_valid == 2
+    # Without the caller's endpoint the file's command takes the slots (and fails them).
+    fallback = convene(
+        {"id": "order-2", "question": Q, "n": 2},
+        CouncilOptions(rune_dir=world["rune"], env=world["env"]),
+    )
+    assert {v.runtime for v in fallback.voices} == {"subagent-cmd"}
+    assert fallback.voices_valid == 0
 
 
 def test_a_failed_endpoint_slot_falls_to_the_endpoint_subagent(

@@ -51,9 +51,9 @@ class CouncilOptions:
     ``rune_dir`` is where ``.rune`` files go (default ``$RUNE_COUNCIL_DIR`` or ``./.rune``);
     ``refresh`` probes the CLIs again instead of reusing today's detection; ``env`` is the
     environment voices inherit from (default ``os.environ``, filtered per runtime);
-    ``on_event(result, event)`` is called after every run-file write; ``overwrite`` lets a
-    run reuse the id of an earlier run; ``config`` is the parsed ``council.toml`` (None reads
-    it once at the start of the run).
+    ``on_event(result, event)`` is called at every transition, after it is written;
+    ``overwrite`` lets a run reuse the id of an earlier run; ``config`` is the parsed
+    ``council.toml`` (None reads it once at the start of the run).
     """
 
     runtimes: Sequence[Runtime] | None = None
