@@ -62,7 +62,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "demo",  # the simulated voices of ``rune council demo``
         ),
     ),
-    ("doors", ("cli", "mcp", "serve", "batch", "testing")),
+    ("doors", ("cli", "mcp_server", "serve", "batch", "testing")),
     ("public face", ("",)),  # ``rune_council/__init__.py``: names loaded on first use
 )
 
@@ -252,10 +252,10 @@ def test_known_exceptions_still_exist() -> None:
         ),
         # One door using another.
         (
-            "mcp.server",
+            "mcp_server.server",
             "from ..cli import app\n",
-            "rune_council/mcp/server.py:1 imports rune_council.cli.app: the doors stand side by "
-            "side (mcp must not use cli)",
+            "rune_council/mcp_server/server.py:1 imports rune_council.cli.app: the doors stand "
+            "side by side (mcp_server must not use cli)",
         ),
     ],
 )
