@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "schema",  # JSON Schemas generated from the contract
             "safejson",  # JSON/TOML parsing with size and depth caps
             "safetext",  # untrusted text made safe to print
+            "userregex",  # a user's pattern compiled with bounds
             "runtimes.base",  # the Runtime protocol and the environment rules
         ),
     ),
@@ -44,6 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "config",
             "consent",
             "trust_store",  # the user's record of trusted project files
+            "runlock",  # one writer per run id
             "runs",
             "watch",
             "runtimes",
