@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from rune_council import FunctionRuntime, RequestError, convene
+from rune_council import CouncilOptions, FunctionRuntime, RequestError, convene
 from rune_council.contract import ConsolidatedItem, CouncilResult, Synthesis, Voice
 from rune_council.deliberation.ballots import Reading
 from rune_council.deliberation.method import Outcome, Recount, Results, Round, Standing
@@ -114,7 +114,10 @@ def request(run_id: str, method: str) -> dict[str, Any]:
 
 
 def test_a_method_registered_by_the_caller_runs_a_council(approval: None, tmp_path: Path) -> None:
-    result = convene(request("approve-1", "approval"), runtimes=members(), rune_dir=tmp_path)
+    result = convene(
+        request("approve-1", "approval"),
+        CouncilOptions(runtimes=members(), rune_dir=tmp_path),
+    )
 
     d = result.deliberation
     assert d is not None and d.method == "approval" and d.vote is not None
@@ -157,7 +160,10 @@ def test_an_unregistered_method_fails_before_any_voice_is_asked(tmp_path: Path) 
     asked: list[str] = []
     voice = FunctionRuntime(lambda p: asked.append(p) or "", name="claude")
     with pytest.raises(RequestError, match=r"deliberation\.method: no method named 'approval'"):
-        convene(request("approve-2", "approval"), runtimes=[voice], rune_dir=tmp_path)
+        convene(
+            request("approve-2", "approval"),
+            CouncilOptions(runtimes=[voice], rune_dir=tmp_path),
+        )
     assert asked == [] and not (tmp_path / "council" / "run-approve-2.json").exists()
 
 
@@ -169,7 +175,7 @@ def test_a_name_cannot_be_registered_twice_by_accident(approval: None) -> None:
 def test_a_run_file_from_a_method_not_installed_here_still_reads(
     approval: None, tmp_path: Path
 ) -> None:
-    convene(request("approve-3", "approval"), runtimes=members(), rune_dir=tmp_path)
+    convene(request("approve-3", "approval"), CouncilOptions(runtimes=members(), rune_dir=tmp_path))
     unregister("approval")
     data = json.loads((tmp_path / "council" / "run-approve-3.json").read_text())
     again = CouncilResult.model_validate(data)
