@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-from rune_council import aconvene  # noqa: E402
+from rune_council import CouncilOptions, aconvene  # noqa: E402
 from tests.fakes.bin import install_fake, path_with  # noqa: E402
 from tests.helpers import QUESTION, ROLLBACK, SHARDS, UNDO, answer  # noqa: E402
 
@@ -75,18 +75,14 @@ async def bench(repeat: int, tmp: Path) -> None:
             # One of each first, untimed: the detect cache and imports warm up.
             await aconvene(
                 {"id": "warm-direct", "question": QUESTION},
-                rune_dir=rune_dir,
-                env=env,
-                allow_external=True,
+                CouncilOptions(rune_dir=rune_dir, env=env, allow_external=True),
             )
             await session.call_tool("convene", {"question": QUESTION, "id": "warm-mcp"})
             for i in range(repeat):
                 t0 = time.perf_counter()
                 result = await aconvene(
                     {"id": f"direct-{i}", "question": QUESTION},
-                    rune_dir=rune_dir,
-                    env=env,
-                    allow_external=True,
+                    CouncilOptions(rune_dir=rune_dir, env=env, allow_external=True),
                 )
                 direct.append(time.perf_counter() - t0)
                 assert result.voices_valid == 3, result.notes

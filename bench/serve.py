@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 import jsonschema  # noqa: E402
 
+from rune_council import CouncilOptions  # noqa: E402
 from rune_council.contract import (  # noqa: E402
     CouncilResult,
     Orchestrator,
@@ -76,14 +77,14 @@ def overhead(home: Path, repeat: int) -> None:
     rune = home / ".rune"
     server = start(home, "--yes")
     try:
-        convene(request("warm-lib"), rune_dir=rune, allow_external=True)
+        convene(request("warm-lib"), CouncilOptions(rune_dir=rune, allow_external=True))
         server.post({"request": request("warm-api")})
         sse(server.client, "warm-api")
         lib: list[float] = []
         api: list[float] = []
         for i in range(repeat):
             t = time.perf_counter()
-            convene(request(f"lib-{i}"), rune_dir=rune, allow_external=True)
+            convene(request(f"lib-{i}"), CouncilOptions(rune_dir=rune, allow_external=True))
             lib.append(time.perf_counter() - t)
             t = time.perf_counter()
             r = server.post({"request": request(f"api-{i}")})

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rune_council import convene
+from rune_council import CouncilOptions, convene
 from rune_council.stages.allocate import Candidate, reseat
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, QUESTION, ROLLBACK, UNDO, answer
@@ -44,7 +44,9 @@ def test_a_failed_slot_goes_to_an_idle_cli_of_a_new_family(world: dict[str, Any]
         host_calls.append(prompt)
         return answer(Q, "NO", [UNDO])
 
-    result = convene(_request("fo1", 2), rune_dir=world["rune"], env=world["env"], subagent=host)
+    result = convene(
+        _request("fo1", 2), CouncilOptions(rune_dir=world["rune"], env=world["env"], subagent=host)
+    )
     first = result.voices[0]
     # Before: the slot went to the subagent (or was dropped) while gemini sat idle, and the
     # run was NO_DECORRELATION.
@@ -71,9 +73,11 @@ def test_with_no_idle_cli_left_the_subagent_takes_the_slot(world: dict[str, Any]
 
     result = convene(
         _request("fo2", 2),
-        rune_dir=world["rune"],
-        env=world["env"],
-        subagent=lambda prompt: answer(Q, "NO", [UNDO]),
+        CouncilOptions(
+            rune_dir=world["rune"],
+            env=world["env"],
+            subagent=lambda prompt: answer(Q, "NO", [UNDO]),
+        ),
     )
     first = result.voices[0]
     # Every attempt is kept, in the order the rule tried them.

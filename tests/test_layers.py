@@ -33,7 +33,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "safejson",  # JSON/TOML parsing with size and depth caps
             "safetext",  # untrusted text made safe to print
             "userregex",  # a user's pattern compiled with bounds
-            "runtimes.base",  # the Runtime protocol and the environment rules
+            "runtime",  # the Runtime protocol every voice implements
+            "families",  # which model family a model name belongs to
+            "runtimes.base",  # the environment rules (and the protocol, re-exported)
         ),
     ),
     (
@@ -65,7 +67,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("doors", ("cli", "mcp_server", "serve", "batch", "testing")),
-    ("public face", ("",)),  # ``rune_council/__init__.py``: names loaded on first use
+    # ``rune_council/__init__.py`` (names loaded on first use) and the pytest entry point that
+    # hands callers the testing kit's fixture.
+    ("public face", ("", "pytest_plugin")),
 )
 
 # Layers that may import only these (besides themselves), not everything below them.
@@ -220,9 +224,7 @@ def test_imports_only_point_down() -> None:
 
 def test_no_two_parts_of_one_layer_need_each_other() -> None:
     cycles = unit_cycles(all_imports())
-    assert not cycles, "import cycles inside a layer:\n" + "\n".join(
-        " -> ".join(c) for c in cycles
-    )
+    assert not cycles, "import cycles inside a layer:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
 def test_known_exceptions_still_exist() -> None:

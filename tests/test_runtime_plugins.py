@@ -182,7 +182,7 @@ def test_a_faulty_plug_in_is_one_clear_error_naming_it(
 
 def test_the_users_own_definition_wins_over_a_plug_in(tmp_path: Path, site: Path) -> None:
     from rune_council.config import load_config
-    from rune_council.runtimes.assembly import all_adapters
+    from rune_council.discovery.assembly import all_adapters
 
     install_distribution(
         site,

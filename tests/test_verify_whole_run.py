@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from rune_council import FunctionRuntime, convene
+from rune_council import CouncilOptions, FunctionRuntime, convene
 from rune_council.cli import app
 from tests.test_deliberation import request, scripted, three
 
@@ -20,9 +20,7 @@ Edit = Callable[[dict[str, Any]], None]
 def _run(tmp_path: Path, run_id: str, orchestrator: Any = None, **deliberation: Any) -> Path:
     convene(
         request(run_id, **deliberation),
-        runtimes=three(),
-        rune_dir=tmp_path,
-        orchestrator=orchestrator,
+        CouncilOptions(runtimes=three(), rune_dir=tmp_path, orchestrator=orchestrator),
     )
     return tmp_path / "council" / f"run-{run_id}.json"
 
@@ -155,9 +153,11 @@ def test_a_halted_run_verifies_and_its_halt_is_re_derived(tmp_path: Path) -> Non
             method="rank",
             rounds={"max_rounds": 3, "on_divergence": "halt", "convergence_threshold": 1.0},
         ),
-        runtimes=rts,
-        rune_dir=tmp_path,
-        orchestrator=FunctionRuntime(lambda p: 'Verdict.\nSYNTH open=["more?"]', name="chair"),
+        CouncilOptions(
+            runtimes=rts,
+            rune_dir=tmp_path,
+            orchestrator=FunctionRuntime(lambda p: 'Verdict.\nSYNTH open=["more?"]', name="chair"),
+        ),
     )
     path = tmp_path / "council" / "run-halt.json"
     doc = json.loads(path.read_text())

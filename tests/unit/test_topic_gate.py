@@ -9,8 +9,8 @@ import pytest
 
 from rune_council.contract import CouncilResult, PerspectiveRequest, RawOutput, Voice
 from rune_council.stages.gate import gate
-from rune_council.stages.judge import judge
 from rune_council.stages.topic import subject_of, topic_match
+from rune_council.stages.verdict import reach_verdict
 from tests.helpers import answer, claim
 
 ASKED = "Is the orders sharding plan in plan.md safe to execute as written?"
@@ -51,7 +51,7 @@ def test_an_off_topic_voice_does_not_make_the_council_multi_family() -> None:
         voices=[_voice("v1", "anthropic", ASKED), _voice("v2", "openai", LOGIN)],
         started_at="2026-01-01T00:00:00+00:00",
     )
-    judge(result, None)
+    reach_verdict(result, None)
     assert result.decorrelation == "NO_DECORRELATION"
     assert [d.voice_id for d in result.voices_dropped] == ["v2"]
 

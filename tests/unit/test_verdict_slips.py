@@ -21,8 +21,8 @@ from rune_council.deliberation.methods.vote import _verdict as _vote_verdict
 from rune_council.deliberation.rank import uncertainty_markers
 from rune_council.deliberation.tally import tally_text
 from rune_council.stages.arbitrate import arbitrate
-from rune_council.stages.judge import judge
 from rune_council.stages.normalize import normalize
+from rune_council.stages.verdict import reach_verdict
 from tests.helpers import PLAN, QUESTION, answer, claim, gated_voice
 
 Q = QUESTION
@@ -154,7 +154,7 @@ def test_runtime_that_only_failed_is_not_listed_as_used() -> None:
     other = gated_voice("v2", "openai", answer(Q, "NO", []), runtime="codex")
     other.attempts = [Attempt(runtime="codex", source="external-cli", outcome="ok")]
     result = _result([voice, other])
-    judge(result, None)
+    reach_verdict(result, None)
     # Before: ["claude", "codex", "internal"]
     assert result.runtime_report.used == ["codex", "internal"]
     assert result.runtime_report.degraded_to_subagent == ["v1"]
