@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import regex  # type: ignore[import-untyped]
+import regex  # type: ignore[import-untyped]  # it ships no type information
 
 __all__ = ["TIME_LIMIT_S", "UserRegex", "UserRegexTimeout"]
 

@@ -91,3 +91,34 @@ def test_a_run_file_the_disk_refuses_exits_74_with_one_line(tmp_path: Path) -> N
     [line] = out.stderr.strip().splitlines()
     assert line.startswith("rune council: cannot write ") and "File too large" in line
     assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_the_mcp_door_reports_the_code_of_the_same_table() -> None:
+    pytest.importorskip("mcp", reason="the mcp extra is part of the test install")
+    from rune_council.mcp_server.server import error_result
+
+    def said(exc: BaseException) -> str:
+        [content] = error_result(exc).content
+        assert content.type == "text"
+        return content.text
+
+    assert said(RequestError("no question")).endswith("[RequestError, CLI exit code 2]")
+    assert said(StorageError("disk full")).endswith("[StorageError, CLI exit code 74]")
+    assert "I/O error" in said(OSError(5, "Input/output error"))
+    assert said(ZeroDivisionError("x")).endswith("[ZeroDivisionError, CLI exit code 70]")
+
+
+def test_serve_refuses_a_bad_council_toml_with_the_bad_input_code(tmp_path: Path) -> None:
+    rune = tmp_path / ".rune"
+    rune.mkdir()
+    (rune / "council.toml").write_text("[consnet]\nrounds = 2\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "rune_council.serve", "--rune-dir", str(rune), "--port", "0"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2, out.stderr
+    assert "consnet" in out.stderr and "Traceback" not in out.stderr

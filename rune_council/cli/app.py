@@ -69,7 +69,7 @@ def council_errors(cancellable: bool = False) -> Iterator[None]:
     except KeyboardInterrupt as exc:
         if not cancellable:
             raise
-        from .signals import exit_code_for as signal_exit_code
+        from .signals import signal_exit_code
 
         code = signal_exit_code(exc)
         why = f" by {exc}" if code != ExitCode.CANCELLED else ""

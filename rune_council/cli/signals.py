@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["Terminated", "exit_code_for", "terminating_signals"]
+__all__ = ["Terminated", "signal_exit_code", "terminating_signals"]
 
 _HANDLED = tuple(
     s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s
@@ -30,7 +30,7 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-def exit_code_for(interrupt: KeyboardInterrupt) -> int:
+def signal_exit_code(interrupt: KeyboardInterrupt) -> int:
     """128 + the signal that ended the run (SIGINT for a plain Ctrl-C)."""
     return 128 + int(getattr(interrupt, "signum", signal.SIGINT))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from typing import Literal
 
 from ..contract import (
     ConsensusScore,
@@ -111,7 +112,7 @@ def verdict_metadata(result: CouncilResult) -> VerdictMetadata:
     score = None
     label = None
     dissenters: list[str] = []
-    basis = None
+    basis: Literal["rankings", "positions"] | None = None
     markers = []
     if d is not None:
         consensus, dissenters = _standing(d)
@@ -133,7 +134,7 @@ def verdict_metadata(result: CouncilResult) -> VerdictMetadata:
         consensus_score=score,
         confidence_label=label,
         dissent_detected=bool(dissenters) or basis == "positions",
-        dissent_basis=basis,  # type: ignore[arg-type]
+        dissent_basis=basis,
         dissenting_member=dissenters[0] if dissenters else None,
         dissenting_members=dissenters,
         uncertainty_markers=markers,

@@ -12,9 +12,9 @@ import os
 import sys
 from pathlib import Path
 
+from ..errors import ExitCode
+
 PROG = "rune council mcp"
-# The exit code ``rune`` gives bad input, which a missing extra is.
-EXIT_BAD_INPUT = 2
 
 
 def parser() -> argparse.ArgumentParser:
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             "pip install 'rune-council[mcp]'",
             file=sys.stderr,
         )
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT  # a missing extra is bad input, as elsewhere
     settings = ServerSettings(
         workdir=Path.cwd(),
         rune_dir=RuneDir.resolve(args.rune_dir).root,
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         env=dict(os.environ),
     )
     asyncio.run(serve(settings))
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

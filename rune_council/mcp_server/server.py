@@ -23,11 +23,11 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import McpError
-from pydantic import BaseModel, ValidationError
+from pydantic import AnyUrl, BaseModel, ValidationError
 
 from .. import runs
 from ..contract import CouncilResult, TallyReport
-from ..errors import CouncilError, RequestError, RunFileError
+from ..errors import CouncilError, ExitCode, RequestError, RunFileError, exit_code_for
 from ..paths import RuneDir
 from ..safetext import plain
 from .consent import ConnectionConsent, Decision
@@ -55,8 +55,6 @@ CONTRACT_URI = "rune://contract/council-result"
 # How long councils get to stop their voices and record "cancelled" when the server is told
 # to stop; the voices' own kill path takes well under a second.
 STOP_GRACE_S = 10.0
-EXIT_BAD_INPUT = 2
-EXIT_INTERNAL = 70
 INSTRUCTIONS = (
     "rune-council convenes independent AI voices from different model families on one "
     "question. Call convene for a decision, critique or review that deserves a second "
@@ -80,11 +78,13 @@ def _bad_args(exc: ValidationError) -> RequestError:
 
 def error_result(exc: BaseException) -> types.CallToolResult:
     """The CLI's one-line message, with the class and the exit code the CLI would use."""
+    code = exit_code_for(exc)
     if isinstance(exc, CouncilError):
-        code, message = EXIT_BAD_INPUT, str(exc)
+        message = str(exc)
     else:
-        code, message = EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
-    text = f"rune council: {message} [{type(exc).__name__}, CLI exit code {code}]"
+        what = "I/O error" if code == ExitCode.IO_ERROR else "internal error"
+        message = f"{what}: {type(exc).__name__}: {exc}"
+    text = f"rune council: {message} [{type(exc).__name__}, CLI exit code {int(code)}]"
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=for_display(text))], isError=True
     )
@@ -339,7 +339,7 @@ class CouncilServer:
 
         resources = [
             types.Resource(
-                uri=CONTRACT_URI,  # type: ignore[arg-type]
+                uri=AnyUrl(CONTRACT_URI),
                 name="council-result-schema",
                 title="Voice contract: the CouncilResult JSON Schema",
                 description="The JSON Schema every run file follows (contract version in $id).",
@@ -351,7 +351,7 @@ class CouncilServer:
                 continue
             resources.append(
                 types.Resource(
-                    uri=RUN_URI + row.run_id,  # type: ignore[arg-type]
+                    uri=AnyUrl(RUN_URI + row.run_id),
                     name=f"run-{row.run_id}",
                     title=f"Council run {row.run_id} ({row.status})",
                     description=for_display(row.question[:300]),

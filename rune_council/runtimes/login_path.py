@@ -37,7 +37,7 @@ def which_shell(env: Mapping[str, str]) -> tuple[str, str] | None:
     """(name, path) of the user's shell: the one running us, else ``$SHELL``."""
     candidates: list[tuple[str, str]] = []
     try:
-        import shellingham  # type: ignore[import-untyped]
+        import shellingham  # type: ignore[import-untyped]  # it ships no type information
 
         candidates.append(shellingham.detect_shell())
     except Exception:  # shellingham raises its own ShellDetectionFailure, or OSError

@@ -94,6 +94,8 @@ class CommandRuntime:
             raise RuntimeConfigError(f"subagent command cannot be parsed: {exc}") from exc
         if not argv:
             raise RuntimeConfigError("subagent command is empty")
+        # ``kwargs`` are the dataclass fields besides ``argv``, forwarded as given; mypy cannot
+        # match a ``**kwargs: object`` mapping to each field's own type.
         return cls(argv=argv, **kwargs)  # type: ignore[arg-type]
 
     async def ask(

@@ -11,11 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import CouncilError
+from ..errors import CouncilError, ExitCode, exit_code_for
 
 PROG = "rune council serve"
-# The exit code ``rune`` gives bad input, which every refusal here is.
-EXIT_BAD_INPUT = 2
 
 
 def parser() -> argparse.ArgumentParser:
@@ -63,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(where)
     except CouncilError as exc:
         print(f"rune council: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_code_for(exc)
     settings = ServeSettings(
         rune_dir=where.root,
         host=args.host,
@@ -83,20 +81,20 @@ def main(argv: list[str] | None = None) -> int:
         from .server import serve
     except CouncilError as exc:
         print(f"rune council: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_code_for(exc)
     except ImportError as exc:
         print(
             f"rune council: serve needs the serve extra ({exc.name} is missing): "
             "pip install 'rune-council[serve]'",
             file=sys.stderr,
         )
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT  # a missing extra is bad input, as elsewhere
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(
         f"{PROG}: http://{shown}:{args.port}/ (run files in {where.council_dir})", file=sys.stderr
     )
     serve(settings, log_level=args.log_level)
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -317,6 +317,8 @@ async def list_councils(request: Request) -> Response:
         RunRow(
             id=r.run_id,
             question=r.question,
+            # runs.py reads the status from an untrusted file as plain text; RunRow accepts
+            # only the statuses the contract knows, and pydantic rejects any other here.
             status=r.status,  # type: ignore[arg-type]
             decorrelation=r.decorrelation,
             voices_valid=r.voices_valid,

@@ -14,7 +14,7 @@ import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..contract import CouncilResult, Orchestrator, PerspectiveRequest
 from ..errors import CouncilError, RunFileError
@@ -164,7 +164,9 @@ class CouncilPool:
         )
         await aconvene(entry.request, options)
 
-    def _close_unstarted(self, entry: _Entry, status: str, note: str) -> None:
+    def _close_unstarted(
+        self, entry: _Entry, status: Literal["cancelled", "failed"], note: str
+    ) -> None:
         """End a run that never reached the library's own bookkeeping; leave any other alone."""
         try:
             current = load(entry.recorder.path)
@@ -172,7 +174,7 @@ class CouncilPool:
             return
         if current.status != "queued":
             return  # the library recorded how it ended
-        current.status = status  # type: ignore[assignment]
+        current.status = status
         current.finished_at = _now()
         current.notes.append(note)
         with contextlib.suppress(CouncilError, OSError):

@@ -28,6 +28,8 @@ class _Server(uvicorn.Server):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing: asyncio.Future[None] | None = None
 
+    # uvicorn types ``sockets`` as a list of ``socket.socket``; we only pass it through, and
+    # naming the stdlib type here would pull ``socket`` into every import of this module.
     async def serve(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self._loop = asyncio.get_running_loop()
         await super().serve(sockets)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ correlate the second answer with the prompt that just failed.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from ..answer import contract_answers, extract_answer
 from ..contract import Claim, DroppedVoice, PerspectiveRequest, VerifiedEvidence, Voice
@@ -14,10 +15,11 @@ from ..text import normalise
 from .topic import topic_match
 
 GATE = "council.gate"
-_POSITIONS = {"yes": "yes", "no": "no", "mixed": "mixed"}
+Position = Literal["yes", "no", "mixed", "unclear"]
+_POSITIONS: dict[str, Position] = {"yes": "yes", "no": "no", "mixed": "mixed"}
 
 
-def position_of(stance: str) -> str:
+def position_of(stance: str) -> Position:
     words = normalise(stance).split()
     return _POSITIONS.get(words[0], "unclear") if words else "unclear"
 
@@ -71,7 +73,7 @@ def gate(
     voice.validity.well_formed = "pass"
     voice.question_echo = answer.question_echo
     voice.stance = answer.stance
-    voice.position = position_of(answer.stance)  # type: ignore[assignment]
+    voice.position = position_of(answer.stance)
     match = topic_match(answer.question_echo, request.question)
     if not match.on_topic():
         voice.validity.on_topic = "fail"
