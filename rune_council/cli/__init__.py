@@ -17,6 +17,7 @@ from . import (
     mcp_cmd,  # noqa: F401
     runs_cmds,  # noqa: F401
     serve_cmd,  # noqa: F401
+    stats_cmd,  # noqa: F401
     tally_cmd,  # noqa: F401
     trust_cmd,  # noqa: F401
 )

@@ -1,0 +1,165 @@
+"""The statistics as titled tables of plain strings, shared by the terminal and HTML views.
+
+Cells hold names taken from run files; each view escapes them for where they go
+(``safetext.plain`` for a terminal, ``html.escape`` for the page).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .aggregate import Stats
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def ms(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1000:.2f} s"
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
+
+
+def summary_line(stats: Stats) -> str:
+    f = stats.files
+    window = f", {stats.totals.runs} started since {stats.since}" if stats.since else ""
+    return (
+        f"{f.runs} run file(s){window}; {f.skipped} file(s) skipped as not readable runs "
+        f"({f.read} read, {f.reused} from the index)"
+    )
+
+
+def tables(stats: Stats) -> list[Table]:
+    t = stats.totals
+    out = [
+        Table(
+            "Runs",
+            ["runs", "complete", "consensus rate", "needs-decision rate", "stamps", "statuses"],
+            [
+                [
+                    str(t.runs),
+                    str(t.complete),
+                    f"{pct(t.consensus_rate)} ({t.consensus}/{t.complete})",
+                    f"{pct(t.needs_decision_rate)} ({t.needs_decision}/{t.complete})",
+                    _counts(t.stamps),
+                    _counts(t.by_status),
+                ]
+            ],
+            "Rates are over complete runs; consensus: at least one verified cross-family claim.",
+        ),
+        Table(
+            "Per week",
+            ["week", "runs", "complete", "consensus", "needs decision", "stamps"],
+            [
+                [
+                    w.week,
+                    str(w.runs),
+                    str(w.complete),
+                    f"{pct(w.consensus_rate)} ({w.consensus})",
+                    f"{pct(w.needs_decision_rate)} ({w.needs_decision})",
+                    _counts(w.stamps),
+                ]
+                for w in stats.weeks
+            ],
+        ),
+        Table(
+            "Family pairs",
+            ["families", "both answered", "agreed", "claims shared", "took opposite sides"],
+            [
+                [
+                    f"{a.a} + {a.b}",
+                    str(a.runs_both),
+                    f"{pct(a.rate)} ({a.runs})",
+                    str(a.claims or 0),
+                    f"{pct(d.rate)} ({d.runs})",
+                ]
+                for a, d in zip(stats.agreement, stats.dissent, strict=True)
+            ],
+            "Agreed: shared an anchored, mechanically verified consensus claim in the run.",
+        ),
+        Table(
+            "Dissent by family",
+            ["family", "runs answered", "dissent entries", "alone"],
+            [
+                [f.family, str(f.runs_answered), str(f.dissent_entries), str(f.alone)]
+                for f in stats.family_dissent
+            ],
+            "Alone: a claim only this family's voice made.",
+        ),
+        Table(
+            "Runtimes",
+            ["runtime", "calls", "answered", "dropped", "timed out", "fell back", "p50", "p95"],
+            [
+                [
+                    r.runtime,
+                    str(r.calls),
+                    str(r.answered),
+                    _counts(r.dropped),
+                    str(r.timed_out),
+                    str(r.fell_back),
+                    ms(r.p50_ms),
+                    ms(r.p95_ms),
+                ]
+                for r in stats.runtimes
+            ],
+            "Latency over answered calls. Fell back: a failed call after which another "
+            "runtime took the slot.",
+        ),
+    ]
+    d = stats.deliberation
+    out.append(
+        Table(
+            "Deliberation",
+            ["measure", "value"],
+            [
+                ["runs with rounds", str(d.runs)],
+                ["converged at round", _counts(d.rounds_to_converge)],
+                ["never converged", str(d.not_converged)],
+                ["rounds completed", _counts(d.revision_counts)],
+                [
+                    "Kendall's W (runs, median)",
+                    f"{d.w_values}, {'-' if d.w_median is None else d.w_median}",
+                ],
+                ["W high / medium / low", " / ".join(str(v) for v in d.w_labels.values())],
+                [
+                    "later round changed the winner",
+                    f"{pct(d.winner_changed_rate)} ({d.winner_changed}/{d.winner_compared})",
+                ],
+            ],
+        )
+    )
+    return out
+
+
+def text(stats: Stats) -> str:
+    """Fixed-width tables for a terminal (cells are not yet made terminal-safe)."""
+    lines = [summary_line(stats)]
+    lines += [f"  skipped {s.file}: {s.reason}" for s in stats.files.skipped_files]
+    if stats.files.skipped > len(stats.files.skipped_files):
+        lines.append(f"  (and {stats.files.skipped - len(stats.files.skipped_files)} more)")
+    lines += [f"  note: {n}" for n in stats.files.notes]
+    for table in tables(stats):
+        lines.append("")
+        lines.append(table.title)
+        if not table.rows:
+            lines.append("  (none)")
+            continue
+        widths = [
+            max(len(h), *(len(r[i]) for r in table.rows)) for i, h in enumerate(table.headers)
+        ]
+        for row in [table.headers, *table.rows]:
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        if table.note:
+            lines.append(f"  {table.note}")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,89 @@
+"""``rune council stats``: what the run history says, as tables, JSON, PNG pictures, a page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..safetext import plain
+from .app import EXIT_BAD_INPUT, council_app, council_errors, fail
+
+
+@council_app.command(
+    "stats",
+    short_help="Consensus, family agreement, runtime reliability over the run history.",
+    help=(
+        "Summarise the run files in <rune dir>/council (and every --rune-dir given): "
+        "consensus rate and stamp mix per week, needs-decision rate, family x family "
+        "agreement and dissent, dissent per family, per-runtime reliability and latency, "
+        "deliberation rounds and Kendall's W. A file that is not a readable run is skipped "
+        "and counted. Digests are kept in <rune dir>/stats-index.json so later passes read "
+        "only new or changed files. Pictures (--png, and inside --html) need the "
+        "rune-council[analytics] extra; without it --png exits 2 after the numbers and "
+        "--html writes the tables alone."
+    ),
+)
+def stats_command(
+    since: Annotated[
+        str | None,
+        typer.Option(help="Only runs started in this window (30d, 12w, 36h) or since a date."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
+    png: Annotated[
+        Path | None,
+        typer.Option(help="Write the pictures as PNG files into this directory."),
+    ] = None,
+    html_file: Annotated[
+        Path | None,
+        typer.Option("--html", help="Write one self-contained HTML page with tables and pictures."),
+    ] = None,
+    rune_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A rune dir to read (repeatable; default ./.rune, or $RUNE_COUNCIL_DIR)."
+        ),
+    ] = None,
+) -> None:
+    from ..analytics import charts
+    from ..analytics.history import stats
+    from ..analytics.page import page
+    from ..analytics.since import parse_since
+    from ..analytics.tables import text
+    from ..paths import RuneDir
+
+    with council_errors():
+        start = parse_since(since) if since else None
+        dirs = [RuneDir.resolve(d) for d in rune_dir] if rune_dir else [RuneDir.resolve()]
+        for given in rune_dir or []:
+            if not given.is_dir():
+                raise fail(f"--rune-dir {given} is not a directory", EXIT_BAD_INPUT)
+        result = stats(dirs, since=start)
+        typer.echo(result.model_dump_json(indent=2) if as_json else plain(text(result)), nl=False)
+        if as_json:
+            typer.echo("")
+        wants_pictures = png is not None or html_file is not None
+        pictures: dict[str, bytes] = {}
+        if wants_pictures and charts.available():
+            pictures = charts.render(result)
+        if png is not None and not pictures:
+            raise fail(charts.INSTALL_HINT, EXIT_BAD_INPUT)
+        try:
+            # The user's own paths, written as any tool writes its output.
+            if png is not None:
+                png.mkdir(parents=True, exist_ok=True)
+                for name, data in pictures.items():
+                    (png / name).write_bytes(data)
+                typer.echo(f"wrote {len(pictures)} picture(s) to {png}", err=True)
+            if html_file is not None:
+                notes = [] if pictures else [f"{charts.INSTALL_HINT} (this page has tables only)"]
+                shown = {n: (charts.PICTURES[n][0], data) for n, data in pictures.items()}
+                html_file.write_text(page(result, shown, notes=notes), encoding="utf-8")
+                typer.echo(f"wrote {html_file}", err=True)
+                for note in notes:
+                    typer.echo(f"rune council: {note}", err=True)
+        except OSError as exc:
+            raise fail(f"cannot write {exc.filename}: {exc.strerror}", EXIT_BAD_INPUT) from None
+        if not wants_pictures and not as_json and not charts.available():
+            typer.echo(f"({charts.INSTALL_HINT})")
