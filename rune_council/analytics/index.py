@@ -2,15 +2,17 @@
 
 The index (``<rune dir>/stats-index.json``) maps each JSON file in ``council/`` to its size,
 modification time and digest, or to the reason it was skipped. A file whose size and
-modification time still match is not read again; a new or changed file is; an entry whose
-file is gone is dropped. The index is a cache: one that cannot be read whole, or was
-written by another version, is rebuilt from the run files, and one that cannot be written
-(a read-only directory) only costs the next pass its speed.
+modification time still match is not read again (unless it changed in the last moments,
+when a same-size rewrite could hide inside the timestamp's granularity); a new or changed
+file is; an entry whose file is gone is dropped. The index is a cache: one that cannot be
+read whole, or was written by another version, is rebuilt from the run files, and one that
+cannot be written (a read-only directory) only costs the next pass its speed.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +30,9 @@ INDEX_NAME = "stats-index.json"
 INDEX_VERSION = 1
 # Far above an index of 100,000 runs; an index bigger than this is not ours.
 MAX_INDEX_BYTES = 512_000_000
+# A file modified this recently may be rewritten again within the file system's timestamp
+# granularity with the same size (a live run's heartbeat), so its entry is never trusted.
+RACY_S = 2.0
 # Reasons for skipped files are shown to the user; one line each.
 MAX_SKIP_REASON = 300
 
@@ -130,10 +135,16 @@ def collect_one(rune_dir: RuneDir, *, use_index: bool = True) -> Collected:
             out.notes.append(note)
     new: dict[str, Entry] = {}
     found = _scan(rune_dir.council_dir)
+    settled_before = time.time_ns() - int(RACY_S * 1e9)
     for name in sorted(found):
         st = found[name]
         entry = old.get(name)
-        if entry is not None and entry.size == st.st_size and entry.mtime_ns == st.st_mtime_ns:
+        if (
+            entry is not None
+            and entry.size == st.st_size
+            and entry.mtime_ns == st.st_mtime_ns
+            and st.st_mtime_ns < settled_before
+        ):
             out.reused += 1
         else:
             run, why = _summarise(rune_dir.council_dir / name)
