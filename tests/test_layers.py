@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "trust_store",  # the user's record of trusted project files
             "runlock",  # one writer per run id
             "runs",
+            "analytics",  # statistics over the run files (rune council stats)
             "watch",
             "runtimes",
             "discovery",
