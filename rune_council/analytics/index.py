@@ -19,8 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import CouncilError
+from ..files import atomic_write_bytes
 from ..paths import RuneDir
-from ..recorder import atomic_write_bytes
 from ..runs import load
 from ..safefile import read_capped
 from .digest import RunDigest, digest

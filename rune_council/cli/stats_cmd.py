@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..safetext import plain
-from .app import EXIT_BAD_INPUT, council_app, council_errors, fail
+from .app import council_app, council_errors
 
 
 @council_app.command(
@@ -22,7 +22,8 @@ from .app import EXIT_BAD_INPUT, council_app, council_errors, fail
         "and counted. Digests are kept in <rune dir>/stats-index.json so later passes read "
         "only new or changed files. Pictures (--png, and inside --html) need the "
         "rune-council[analytics] extra; without it --png exits 2 after the numbers and "
-        "--html writes the tables alone."
+        "--html writes the tables alone. Exit codes as elsewhere: 2 bad input, 74 a disk "
+        "that fails a write."
     ),
 )
 def stats_command(
@@ -51,6 +52,7 @@ def stats_command(
     from ..analytics.page import page
     from ..analytics.since import parse_since
     from ..analytics.tables import text
+    from ..errors import RequestError, file_error
     from ..paths import RuneDir
 
     with council_errors():
@@ -58,7 +60,7 @@ def stats_command(
         dirs = [RuneDir.resolve(d) for d in rune_dir] if rune_dir else [RuneDir.resolve()]
         for given in rune_dir or []:
             if not given.is_dir():
-                raise fail(f"--rune-dir {given} is not a directory", EXIT_BAD_INPUT)
+                raise RequestError(f"--rune-dir {given} is not a directory")
         result = stats(dirs, since=start)
         typer.echo(result.model_dump_json(indent=2) if as_json else plain(text(result)), nl=False)
         if as_json:
@@ -68,7 +70,7 @@ def stats_command(
         if wants_pictures and charts.available():
             pictures = charts.render(result)
         if png is not None and not pictures:
-            raise fail(charts.INSTALL_HINT, EXIT_BAD_INPUT)
+            raise charts.PicturesUnavailable(charts.INSTALL_HINT)
         try:
             # The user's own paths, written as any tool writes its output.
             if png is not None:
@@ -84,6 +86,7 @@ def stats_command(
                 for note in notes:
                     typer.echo(f"rune council: {note}", err=True)
         except OSError as exc:
-            raise fail(f"cannot write {exc.filename}: {exc.strerror}", EXIT_BAD_INPUT) from None
+            # A wrong path is bad input (2); a failing disk is an I/O error (74).
+            raise file_error(f"cannot write {exc.filename}", exc) from None
         if not wants_pictures and not as_json and not charts.available():
             typer.echo(f"({charts.INSTALL_HINT})")
