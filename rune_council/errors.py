@@ -40,6 +40,12 @@ class RuntimeConfigError(CouncilError):
     """A runtime or subagent configuration is invalid."""
 
 
+class HostInstallError(CouncilError):
+    """``rune council install`` cannot do what was asked without losing something of the
+    user's: a file or config entry they wrote is in the way, or a config file cannot be
+    parsed to edit it."""
+
+
 class EndpointCallError(CouncilError):
     """A call to an HTTP endpoint model failed; ``kind`` says how (timeout, http_status, ...)."""
 

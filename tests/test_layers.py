@@ -54,6 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "runtimes",
             "discovery",
             "endpoints",
+            "hosts",  # `rune council install`: files and config entries in agent hosts
         ),
     ),
     ("stages", ("stages",)),

@@ -14,6 +14,7 @@ from . import (
     council_cmds,  # noqa: F401  (registers the commands)
     demo_cmd,  # noqa: F401
     endpoint_cmds,  # noqa: F401
+    install_cmd,  # noqa: F401
     mcp_cmd,  # noqa: F401
     runs_cmds,  # noqa: F401
     serve_cmd,  # noqa: F401

@@ -1,0 +1,92 @@
+"""``rune council install <host>``: the skill, a ``/rune`` command and the MCP server in an
+agent host (Claude Code, Gemini CLI, Codex), or ``--uninstall`` to take them out again."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from .app import council_app, council_errors
+
+_VERBS = {
+    "create": ("created", "would create"),
+    "update": ("updated", "would update"),
+    "overwrite": ("replaced", "would replace"),
+    "unchanged": ("unchanged", "unchanged"),
+    "remove": ("removed", "would remove"),
+    "keep": ("kept", "would keep"),
+    "gone": ("already gone", "already gone"),
+}
+
+
+@council_app.command(
+    "install",
+    help="Put the council into an agent host: the rune-council skill, a /rune command "
+    '(`/rune council "<question>"`; in Codex the $rune skill) and the council\'s MCP server. '
+    "User-wide by default, or into the current project with --project. Installing again "
+    "changes nothing; --uninstall removes exactly what was installed.",
+)
+def install_command(
+    host: Annotated[str, typer.Argument(help="claude, gemini or codex.")],
+    project: Annotated[
+        bool, typer.Option("--project", help="Install into the current project, not user-wide.")
+    ] = False,
+    uninstall: Annotated[
+        bool, typer.Option("--uninstall", help="Remove what an earlier install wrote.")
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace files and config entries rune did not write (or that were changed "
+            "since), and on --uninstall remove changed ones too.",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would change and change nothing.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the changes as JSON.")] = False,
+) -> None:
+    from ..hosts import install
+    from ..hosts import uninstall as remove
+    from ..safetext import plain
+
+    with council_errors():
+        run = remove if uninstall else install
+        outcome = run(host, project=project, force=force, dry_run=dry_run)
+    if as_json:
+        doc = {
+            "host": outcome.host,
+            "scope": outcome.scope,
+            "uninstall": outcome.uninstall,
+            "dry_run": outcome.dry_run,
+            "changed": outcome.changed,
+            "usage": outcome.usage,
+            "manifest": str(outcome.manifest),
+            "changes": [
+                {"action": c.action, "path": str(c.path), "what": c.what, "detail": c.detail}
+                for c in outcome.changes
+            ],
+            "notes": list(outcome.notes),
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    for change in outcome.changes:
+        done, would = _VERBS[change.action]
+        verb = would if dry_run else done
+        detail = f" — {change.detail}" if change.detail else ""
+        typer.echo(plain(f"{verb:<13} {change.path}  ({change.what}{detail})"))
+    for note in outcome.notes:
+        typer.echo(plain(note))
+    where = f"{outcome.host} ({outcome.scope})"
+    if not outcome.changed:
+        summary = f"nothing to change for {where}"
+    elif dry_run:
+        summary = f"dry run: nothing was changed for {where}"
+    elif uninstall:
+        summary = f"removed rune-council from {where}"
+    else:
+        summary = f"installed rune-council into {where}: {outcome.usage}"
+    typer.echo(plain(summary))

@@ -1,0 +1,255 @@
+"""Adding and removing one entry in a config file the host and the user share.
+
+Only the entry rune installs is touched; every other key the user has stays as it was. JSON
+files are rewritten with two-space indents (how Claude Code and Gemini CLI write them
+themselves); TOML files are edited as text, with rune's table between two marker comments
+so that it can be found and removed again without rewriting the user's own lines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import HostInstallError
+from ..safefile import read_capped
+from ..safejson import UnreadableJSON, UnreadableTOML, loads, loads_toml
+from .layout import ConfigEntry
+
+# Claude Code's own ~/.claude.json grows with every project it has seen; far below this.
+MAX_CONFIG_BYTES = 32 * 1024 * 1024
+BEGIN = "# >>> rune-council (written by `rune council install`; removed by --uninstall)"
+END = "# <<< rune-council"
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a config file holds where rune's entry goes."""
+
+    exists: bool
+    """Whether the file exists at all."""
+    digest: str | None
+    """Digest of the entry there now (None: no such entry)."""
+    ours_marked: bool = False
+    """The entry sits inside rune's markers (TOML only)."""
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def entry_digest(entry: ConfigEntry) -> str:
+    """The digest an installed entry has in its file (compared to spot a user's edit)."""
+    if entry.format == "json":
+        return digest(_canonical(entry.value))
+    return digest(toml_block(entry))
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        data, cut = read_capped(path, MAX_CONFIG_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise HostInstallError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if cut:
+        raise HostInstallError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes; not editing it")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise HostInstallError(f"{path} is not UTF-8 text; not editing it") from None
+
+
+def find(entry: ConfigEntry, text: str | None) -> Found:
+    if text is None:
+        return Found(exists=False, digest=None)
+    if entry.format == "json":
+        value = _get(_json_doc(entry.path, text), entry.keys)
+        return Found(True, None if value is None else digest(_canonical(value)))
+    block = _marked_block(text)
+    if block is not None:
+        return Found(True, digest(block), ours_marked=True)
+    doc = _toml_doc(entry.path, text)
+    value = _get(doc, entry.keys)
+    return Found(True, None if value is None else digest(_canonical(value)))
+
+
+def added(entry: ConfigEntry, text: str | None) -> tuple[str, list[str]]:
+    """The file's new text with the entry in place, and the containers that had to be made
+    (kept in the manifest so --uninstall removes them again if they end up empty)."""
+    if entry.format == "json":
+        doc = _json_doc(entry.path, text) if text is not None else {}
+        made = _set(doc, entry.keys, entry.value)
+        return _dump_json(doc), made
+    return _toml_added(entry, text or ""), []
+
+
+def removed(entry: ConfigEntry, text: str, made: list[str]) -> str:
+    """The file's text without the entry (and without containers rune made that are empty)."""
+    if entry.format == "json":
+        doc = _json_doc(entry.path, text)
+        _delete(doc, entry.keys, made)
+        return _dump_json(doc)
+    return _toml_removed(entry, text)
+
+
+def is_empty(entry: ConfigEntry, text: str) -> bool:
+    """Whether nothing but rune's entry was ever in the file (so removing it can remove the
+    file it created)."""
+    if entry.format == "json":
+        return _json_doc(entry.path, text) == {}
+    return not text.strip()
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _dump_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _json_doc(path: Path, text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        doc = loads(text, max_bytes=MAX_CONFIG_BYTES, what=str(path))
+    except UnreadableJSON as exc:
+        raise HostInstallError(
+            f"{exc}; not editing it (fix the file, or add the entry by hand)"
+        ) from None
+    if not isinstance(doc, dict):
+        raise HostInstallError(f"{path} does not hold a JSON object; not editing it")
+    return doc
+
+
+def _get(doc: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    node: Any = doc
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _set(doc: dict[str, Any], keys: tuple[str, ...], value: Any) -> list[str]:
+    made: list[str] = []
+    node = doc
+    for i, key in enumerate(keys[:-1]):
+        if key not in node:
+            node[key] = {}
+            made.append(".".join(keys[: i + 1]))
+        child = node[key]
+        if not isinstance(child, dict):
+            raise HostInstallError(f"'{'.'.join(keys[: i + 1])}' is not an object; not editing")
+        node = child
+    node[keys[-1]] = value
+    return made
+
+
+def _delete(doc: dict[str, Any], keys: tuple[str, ...], made: list[str]) -> None:
+    trail: list[dict[str, Any]] = [doc]
+    for key in keys[:-1]:
+        child = trail[-1].get(key)
+        if not isinstance(child, dict):
+            return
+        trail.append(child)
+    trail[-1].pop(keys[-1], None)
+    # Containers rune created go again once empty; ones the user had stay.
+    for depth in range(len(keys) - 1, 0, -1):
+        dotted = ".".join(keys[:depth])
+        if dotted in made and not trail[depth]:
+            trail[depth - 1].pop(keys[depth - 1], None)
+
+
+# --------------------------------------------------------------------------- TOML
+
+
+def toml_block(entry: ConfigEntry) -> str:
+    """Rune's table, between its markers."""
+    lines = [BEGIN, f"[{'.'.join(entry.keys)}]"]
+    lines += [f"{key} = {_toml_value(value)}" for key, value in entry.value.items()]
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        # A JSON string is a valid TOML basic string for everything json.dumps emits.
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
+
+
+def _toml_doc(path: Path, text: str) -> dict[str, Any]:
+    try:
+        return loads_toml(text, max_bytes=MAX_CONFIG_BYTES, what=str(path))
+    except UnreadableTOML as exc:
+        raise HostInstallError(
+            f"{exc}; not editing it (fix the file, or add the entry by hand)"
+        ) from None
+
+
+def _block_span(text: str) -> tuple[int, int] | None:
+    start = text.find(BEGIN)
+    if start < 0 or (start > 0 and text[start - 1] != "\n"):
+        return None
+    end = text.find("\n" + END, start)
+    if end < 0:
+        return None
+    end += 1 + len(END)
+    if end < len(text) and text[end] == "\n":
+        end += 1
+    return start, end
+
+
+def _marked_block(text: str) -> str | None:
+    span = _block_span(text)
+    return None if span is None else text[span[0] : span[1]]
+
+
+def _toml_added(entry: ConfigEntry, text: str) -> str:
+    block = toml_block(entry)
+    span = _block_span(text)
+    if span is not None:
+        new = text[: span[0]] + block + text[span[1] :]
+    else:
+        _toml_doc(entry.path, text)  # refuse to append to a file that is already broken
+        if _get(_toml_doc(entry.path, text), entry.keys) is not None:
+            raise HostInstallError(
+                f"{entry.path} already defines [{entry.dotted}] outside rune's markers; "
+                "remove it by hand and install again (--force does not rewrite your tables)"
+            )
+        sep = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
+        if text.endswith("\n") and not text.endswith("\n\n"):
+            sep = "\n"
+        new = text + sep + block
+    doc = _toml_doc(entry.path, new)
+    if _get(doc, entry.keys) != entry.value:
+        raise HostInstallError(
+            f"{entry.path}: a [{entry.dotted}] table appended there would not be read as "
+            "such (the file defines it another way); add it by hand"
+        )
+    return new
+
+
+def _toml_removed(entry: ConfigEntry, text: str) -> str:
+    span = _block_span(text)
+    if span is None:
+        return text
+    before, after = text[: span[0]], text[span[1] :]
+    # Drop the blank line the install put in front of the block.
+    if before.endswith("\n\n"):
+        before = before[:-1]
+    return before + after

@@ -1,0 +1,357 @@
+"""Install into a host, and uninstall exactly that again.
+
+Every change is planned before anything is written: a file or config entry the user wrote
+stops the whole install (unless ``force``), so a refusal leaves everything as it was, and
+``dry_run`` returns the plan without touching anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..errors import HostInstallError
+from ..files import atomic_write_bytes
+from ..safefile import read_capped
+from . import claude, codex, gemini
+from .configs import Found, added, entry_digest, find, is_empty, read_text, removed
+from .layout import ConfigEntry, ConfigFormat, FileItem, Layout, Places, Scope
+from .manifest import ConfigRecord, FileRecord, Manifest, load
+
+HOSTS: dict[str, Callable[[Places, Scope], Layout]] = {
+    "claude": claude.layout,
+    "gemini": gemini.layout,
+    "codex": codex.layout,
+}
+MAX_OWNED_FILE_BYTES = 4 * 1024 * 1024
+
+Action = Literal["create", "update", "overwrite", "unchanged", "remove", "keep", "gone"]
+WRITES: frozenset[str] = frozenset({"create", "update", "overwrite", "remove"})
+
+
+@dataclass(frozen=True)
+class Change:
+    action: Action
+    path: Path
+    what: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    host: str
+    scope: Scope
+    uninstall: bool
+    dry_run: bool
+    changes: tuple[Change, ...]
+    usage: str
+    manifest: Path
+    notes: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return any(c.action in WRITES for c in self.changes)
+
+
+@dataclass
+class _Plan:
+    changes: list[Change] = field(default_factory=list)
+    conflicts: list[Change] = field(default_factory=list)
+    writes: list[Callable[[], None]] = field(default_factory=list)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _layout(host: str, places: Places, scope: Scope) -> Layout:
+    try:
+        build = HOSTS[host]
+    except KeyError:
+        raise HostInstallError(
+            f"unknown host {host!r}; choose one of {', '.join(sorted(HOSTS))}"
+        ) from None
+    return build(places, scope)
+
+
+def _current_file(path: Path) -> str | None:
+    """The text of a file rune may own (None: absent); anything but a regular file is in the
+    way and refused, even with --force."""
+    if path.is_symlink():
+        return "\0symlink"
+    try:
+        data, cut = read_capped(path, MAX_OWNED_FILE_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise HostInstallError(f"cannot use {path}: {exc.strerror or exc}") from None
+    if cut:
+        return "\0large"
+    return data.decode("utf-8", errors="replace")
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    missing: list[Path] = []
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    return missing
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    if path.is_symlink():
+        path.unlink()  # replace the link itself; never write through it
+    atomic_write_bytes(path, text.encode("utf-8"))
+    os.chmod(path, mode)
+
+
+def _remove_if_empty(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        directory.rmdir()
+
+
+def _mode_of(path: Path, default: int) -> int:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return default
+
+
+def install(
+    host: str,
+    *,
+    project: bool = False,
+    force: bool = False,
+    dry_run: bool = False,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Outcome:
+    scope: Scope = "project" if project else "user"
+    places = Places.from_env(env, cwd)
+    layout = _layout(host, places, scope)
+    old = load(layout.manifest, host, scope)
+    record = Manifest(host=host, scope=scope, dirs=list(old.dirs) if old else [])
+    plan = _Plan()
+    for item in layout.files:
+        _plan_file(item, old, force, plan, record)
+    for entry in layout.configs:
+        _plan_config(entry, old, force, plan, record)
+    if old is not None:
+        # Entries an earlier version installed that this one no longer writes stay recorded,
+        # so --uninstall still removes them.
+        record.files += [f for f in old.files if record.file(Path(f.path)) is None]
+        record.configs += [
+            c for c in old.configs if record.config(Path(c.path), tuple(c.keys)) is None
+        ]
+    if plan.conflicts and not force:
+        listed = "; ".join(f"{c.path} ({c.what}: {c.detail})" for c in plan.conflicts)
+        raise HostInstallError(
+            f"not overwriting what is already there: {listed}. Nothing was changed; "
+            "rerun with --force to replace it"
+        )
+    current_record = _current_file(layout.manifest)
+    if plan.writes or current_record != record.to_text():
+        action: Action = "create" if current_record is None else "update"
+        plan.changes.append(Change(action, layout.manifest, "install record"))
+    outcome = Outcome(
+        host,
+        scope,
+        False,
+        dry_run,
+        tuple(plan.changes),
+        layout.usage,
+        layout.manifest,
+        layout.notes,
+    )
+    if dry_run or not outcome.changed:
+        return outcome
+    for create_dirs_and_write in plan.writes:
+        create_dirs_and_write()
+    # Written last: it lists the directories the writes above had to create.
+    _write(layout.manifest, record.to_text(), 0o644)
+    return outcome
+
+
+def _plan_file(
+    item: FileItem, old: Manifest | None, force: bool, plan: _Plan, record: Manifest
+) -> None:
+    current = _current_file(item.path)
+    new_sha = _sha(item.text)
+    earlier = old.file(item.path) if old else None
+    if current == item.text:
+        # A copy that was there before rune (not recorded) is the user's, and stays theirs.
+        if earlier is not None:
+            record.files.append(FileRecord(str(item.path), new_sha))
+        plan.changes.append(Change("unchanged", item.path, item.what))
+        return
+    record.files.append(FileRecord(str(item.path), new_sha))
+    action: Action
+    if current is None:
+        action = "create"
+    else:
+        if earlier is not None and earlier.sha256 == _sha(current):
+            action = "update"
+        else:
+            detail = (
+                "a symlink"
+                if current == "\0symlink"
+                else "changed since it was installed"
+                if earlier is not None
+                else "a file rune did not write"
+            )
+            conflict = Change("overwrite", item.path, item.what, detail)
+            plan.conflicts.append(conflict)
+            action = "overwrite"
+    plan.changes.append(Change(action, item.path, item.what))
+
+    def write() -> None:
+        for directory in reversed(_missing_dirs(item.path)):
+            directory.mkdir(exist_ok=True)
+            if str(directory) not in record.dirs:
+                record.dirs.append(str(directory))
+        _write(item.path, item.text, 0o644)
+
+    plan.writes.append(write)
+
+
+def _plan_config(
+    entry: ConfigEntry, old: Manifest | None, force: bool, plan: _Plan, record: Manifest
+) -> None:
+    text = read_text(entry.path)
+    found: Found = find(entry, text)
+    want = entry_digest(entry)
+    earlier = old.config(entry.path, entry.keys) if old else None
+    created_file = earlier.created_file if earlier else not found.exists
+    made = list(earlier.made) if earlier else []
+    what = f"{entry.what} ({entry.dotted})"
+    rec = ConfigRecord(str(entry.path), entry.format, list(entry.keys), want, created_file, made)
+    if found.digest == want:
+        if earlier is not None:
+            record.configs.append(rec)
+        plan.changes.append(Change("unchanged", entry.path, what))
+        return
+    record.configs.append(rec)
+    action: Action
+    if found.digest is None:
+        action = "create" if not found.exists else "update"
+    elif earlier is not None and earlier.sha256 == found.digest:
+        action = "update"
+    else:
+        if entry.format == "toml" and not found.ours_marked:
+            added(entry, text)  # a table of the user's own: refused even with --force
+        detail = "changed since it was installed" if earlier else "an entry rune did not write"
+        plan.conflicts.append(Change("overwrite", entry.path, what, detail))
+        action = "overwrite"
+        if not force:
+            plan.changes.append(Change(action, entry.path, what))
+            return
+    new_text, new_made = added(entry, text)  # raises here, before anything is written
+    rec.made = made + [m for m in new_made if m not in made]
+    plan.changes.append(Change(action, entry.path, what))
+    mode = _mode_of(entry.path, 0o600)
+
+    def write() -> None:
+        for directory in reversed(_missing_dirs(entry.path)):
+            directory.mkdir(exist_ok=True)
+            if str(directory) not in record.dirs:
+                record.dirs.append(str(directory))
+        _write(entry.path, new_text, mode)
+
+    plan.writes.append(write)
+
+
+def uninstall(
+    host: str,
+    *,
+    project: bool = False,
+    force: bool = False,
+    dry_run: bool = False,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Outcome:
+    scope: Scope = "project" if project else "user"
+    places = Places.from_env(env, cwd)
+    layout = _layout(host, places, scope)
+    old = load(layout.manifest, host, scope)
+    notes: tuple[str, ...] = layout.notes
+    if old is None:
+        notes = (f"nothing is recorded as installed for {host} ({scope}) in {layout.manifest}",)
+        return Outcome(host, scope, True, dry_run, (), layout.usage, layout.manifest, notes)
+    kept = Manifest(host=host, scope=scope, dirs=list(old.dirs))
+    changes: list[Change] = []
+    writes: list[Callable[[], None]] = []
+    whats = {str(item.path): item.what for item in layout.files}
+    for rec in old.files:
+        path = Path(rec.path)
+        what = whats.get(rec.path, "file")
+        current = _current_file(path)
+        if current is None:
+            changes.append(Change("gone", path, what))
+        elif force or _sha(current) == rec.sha256:
+            changes.append(Change("remove", path, what))
+            writes.append(path.unlink)
+        else:
+            changes.append(Change("keep", path, what, "changed since it was installed"))
+            kept.files.append(rec)
+    for crec in old.configs:
+        _plan_removal(crec, force, changes, writes, kept, layout)
+    if kept.is_empty():
+        writes.append(lambda: layout.manifest.unlink(missing_ok=True))
+        writes.append(lambda: _remove_if_empty(layout.manifest.parent))
+    else:
+        kept_text = kept.to_text()
+        writes.append(lambda: _write(layout.manifest, kept_text, 0o644))
+    outcome = Outcome(
+        host, scope, True, dry_run, tuple(changes), layout.usage, layout.manifest, notes
+    )
+    if dry_run:
+        return outcome
+    for write in writes:
+        write()
+    # Directories the install made go too, deepest first, but only once nothing is in them.
+    for directory in sorted(old.dirs, key=lambda d: d.count(os.sep), reverse=True):
+        _remove_if_empty(Path(directory))
+    return outcome
+
+
+def _plan_removal(
+    crec: ConfigRecord,
+    force: bool,
+    changes: list[Change],
+    writes: list[Callable[[], None]],
+    kept: Manifest,
+    layout: Layout,
+) -> None:
+    path = Path(crec.path)
+    keys = tuple(crec.keys)
+    entry = next((c for c in layout.configs if c.path == path and c.keys == keys), None)
+    if entry is None:
+        # Recorded by another layout (an older version): rebuild enough to find it again.
+        fmt: ConfigFormat = "toml" if crec.format == "toml" else "json"
+        entry = ConfigEntry(path, fmt, keys, {}, "config entry")
+    what = f"{entry.what} ({entry.dotted})"
+    text = read_text(path)
+    found = find(entry, text)
+    if text is None or found.digest is None:
+        changes.append(Change("gone", path, what))
+        return
+    removable = entry.format == "json" or found.ours_marked
+    if not removable or not (force or found.digest == crec.sha256):
+        why = "changed since it was installed" if removable else "no longer between rune's markers"
+        changes.append(Change("keep", path, what, why))
+        kept.configs.append(crec)
+        return
+    new_text = removed(entry, text, crec.made)
+    changes.append(Change("remove", path, what))
+    if crec.created_file and is_empty(entry, new_text):
+        writes.append(path.unlink)
+    else:
+        mode = _mode_of(path, 0o600)
+        writes.append(lambda: _write(path, new_text, mode))
