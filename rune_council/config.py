@@ -21,6 +21,9 @@ the project's value winning where both files speak::
 
     [runtimes.NAME]   ...                 # see rune_council.runtimes.user_defined
     [endpoints.NAME]  ...                 # see rune_council.endpoints.config
+    [templates.NAME]  ...                 # a named council setup (TemplateSpec below)
+    [chains.NAME]                         # councils run in order, each told the last's
+    steps = ["red-team", "architecture-review"]   # verdicts (ChainSpec below)
 
 A project file comes with a repository, and a repository is not the user. Until the user
 trusts its exact content (``rune council trust``, see ``rune_council.trust_store``), every
@@ -35,12 +38,21 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
-from . import safejson
+from . import safejson, templates
+from .contract import MAX_VOICES, SETUP_NAME_PATTERN
 from .errors import RuntimeConfigError
 from .paths import RuneDir
 from .safefile import read_capped
@@ -162,6 +174,54 @@ class EndpointTable(_Section):
         return bool(named or self.preset is not None or self.base_url is None)
 
 
+SetupName = Annotated[str, StringConstraints(pattern=SETUP_NAME_PATTERN)]
+_METHOD = r"^[a-z][a-z0-9_]{0,39}$"
+
+
+class SlotSpec(_Section):
+    """One ``[[templates.NAME.slots]]`` entry: the persona and framing of one slot."""
+
+    persona: str | None = Field(default=None, min_length=1, max_length=1000)
+    framing: str | None = Field(default=None, min_length=1, max_length=2000)
+
+
+class TemplateSpec(_Section):
+    """One ``[templates.NAME]`` table, or one shipped file under ``rune_council/templates/``:
+    a named council setup. Whatever a template leaves out, the council's default holds;
+    whatever the caller sets explicitly wins over the template."""
+
+    description: str = Field(min_length=1, max_length=200)
+    version: str = Field(default="1", min_length=1, max_length=40)
+    mode: Literal["critique", "review", "judge"] | None = None
+    n: int | None = Field(default=None, ge=2, le=MAX_VOICES)
+    preamble: str | None = Field(default=None, min_length=1, max_length=8000)
+    artifact_kind: str | None = Field(default=None, min_length=1, max_length=200)
+    artifact_required: bool = False
+    require_anchor: bool | None = None
+    slots: list[SlotSpec] = Field(default_factory=list, max_length=MAX_VOICES)
+    method: Annotated[str, StringConstraints(pattern=_METHOD)] | None = None
+    council_type: Literal["standard", "red_team"] | None = None
+    rounds: int | None = Field(default=None, ge=1, le=10)
+    on_divergence: Literal["warn", "halt", "continue"] | None = None
+    convergence_threshold: float | None = Field(default=None, ge=0, le=1)
+    vote_threshold: float | None = Field(default=None, gt=0, le=1)
+
+    @field_validator("description")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        if "\n" in value.strip():
+            raise ValueError("must be one line (it is what `rune council templates` lists)")
+        return value.strip()
+
+
+class ChainSpec(_Section):
+    """One ``[chains.NAME]`` table: templates run in order, each council told the verdicts
+    of the ones before it."""
+
+    description: str | None = Field(default=None, min_length=1, max_length=200)
+    steps: list[SetupName] = Field(min_length=2, max_length=5)
+
+
 class CouncilFile(_Section):
     """One ``council.toml`` as written; every section optional."""
 
@@ -170,6 +230,8 @@ class CouncilFile(_Section):
     env: EnvSection = EnvSection()
     runtimes: dict[str, RuntimeSpec] = Field(default_factory=dict)
     endpoints: dict[str, EndpointTable] = Field(default_factory=dict)
+    templates: dict[SetupName, TemplateSpec] = Field(default_factory=dict)
+    chains: dict[SetupName, ChainSpec] = Field(default_factory=dict)
 
 
 Scope = Literal["user", "project"]
@@ -266,7 +328,11 @@ def parse_toml(path: Path, data: bytes) -> dict[str, Any]:
 _TABLES_OF_TABLES: dict[str, type[BaseModel]] = {
     "runtimes": RuntimeSpec,
     "endpoints": EndpointTable,
+    "templates": TemplateSpec,
+    "chains": ChainSpec,
 }
+# Lists of tables inside a table of tables, by key: where an unknown key's nearest name is.
+_NESTED: dict[str, type[BaseModel]] = {"slots": SlotSpec}
 _SECTIONS: dict[str, type[BaseModel]] = {
     "subagent": SubagentSection,
     "consent": ConsentSection,
@@ -296,7 +362,10 @@ def _problem(error: Any) -> str:
         model: type[BaseModel] = (
             _TABLES_OF_TABLES.get(loc[0]) or _SECTIONS.get(loc[0]) or CouncilFile
         )
-        nearest = _closest(loc[cut], list(model.model_fields))
+        inner = loc[cut:]
+        if len(inner) >= 3 and inner[0] in _NESTED:  # e.g. slots.0.persna
+            model = _NESTED[inner[0]]
+        nearest = _closest(inner[-1], list(model.model_fields))
         return (
             f"[{section}] {key}: Extra inputs are not permitted "
             f"(unknown key; closest valid name: {nearest!r})"
@@ -368,7 +437,11 @@ def _merge(sources: list[tuple[ConfigSource, CouncilFile]]) -> CouncilConfig:
     allow: list[str] = []
     runtimes: dict[str, RuntimeSpec] = {}
     endpoints: dict[str, EndpointTable] = {}
+    named_templates: dict[str, BaseModel] = {}
+    named_chains: dict[str, BaseModel] = {}
     origin: dict[str, str] = {}
+    notes: list[str] = []
+    kept_out: list[str] = []
     for source, applied in sources:
         where = source.path
         sub = applied.subagent
@@ -392,16 +465,36 @@ def _merge(sources: list[tuple[ConfigSource, CouncilFile]]) -> CouncilConfig:
         for name, table in applied.endpoints.items():
             endpoints[name] = table
             origin[f"endpoints.{name}"] = where
-    notes = tuple(untrusted_note(s) for s, _ in sources if s.skipped)
+        for kind, found, shipped in (
+            ("templates", named_templates, set(builtin_templates())),
+            ("chains", named_chains, set(builtin_chains())),
+        ):
+            defined: Mapping[str, BaseModel] = getattr(applied, kind)
+            for name, setup in defined.items():
+                if not source.trusted and (name in found or name in shipped):
+                    kept_out.append(f"[{kind}.{name}]")
+                    continue
+                found[name] = setup
+                origin[f"{kind}.{name}"] = where
+        if kept_out:
+            notes.append(
+                f"{where} is not trusted: left out {', '.join(kept_out)}, which would "
+                "replace a shipped or your own definition of the same name; review the "
+                f"file, then run: rune council trust {where}"
+            )
+            kept_out = []
+    notes[:0] = [untrusted_note(s) for s, _ in sources if s.skipped]
     return CouncilConfig(
         subagent=SubagentSection(**subagent),
         consent=ConsentSection(allow_external=consent),
         env=EnvSection(allow=tuple(dict.fromkeys(allow))),
         runtimes=runtimes,
         endpoints=endpoints,
+        templates={k: v for k, v in named_templates.items() if isinstance(v, TemplateSpec)},
+        chains={k: v for k, v in named_chains.items() if isinstance(v, ChainSpec)},
         sources=tuple(s for s, _ in sources),
         origin=origin,
-        notes=notes,
+        notes=tuple(notes),
     )
 
 
@@ -448,6 +541,37 @@ def load_config(
         )
         sources.append((source, settings if trusted else _without_privileged(settings)))
     return _merge(sources)
+
+
+# --------------------------------------------------------------------------- shipped setups
+
+
+@cache
+def builtin_templates() -> dict[str, TemplateSpec]:
+    """The templates shipped under ``rune_council/templates/``, validated as a user's are."""
+    found: dict[str, TemplateSpec] = {}
+    for name in templates.template_names():
+        where = Path(f"rune_council/templates/{name}.toml")
+        doc = parse_toml(where, templates.read_template(name))
+        try:
+            found[name] = TemplateSpec.model_validate(doc)
+        except ValidationError as exc:
+            problems = "; ".join(
+                _problem({**e, "loc": ("templates", name, *e["loc"])}) for e in exc.errors()[:5]
+            )
+            raise RuntimeConfigError(f"{where}: {problems}") from None
+    return found
+
+
+@cache
+def builtin_chains() -> dict[str, ChainSpec]:
+    """The chains shipped in ``rune_council/templates/chains.toml``."""
+    where = Path("rune_council/templates/chains.toml")
+    doc = parse_toml(where, templates.read_chains())
+    try:
+        return {name: ChainSpec.model_validate(table) for name, table in doc.items()}
+    except ValidationError as exc:
+        raise RuntimeConfigError(f"{where}: {_one_line(str(exc))}") from None
 
 
 # --------------------------------------------------------------------------- trusting

@@ -21,9 +21,11 @@ from pydantic import (
     model_validator,
 )
 
-# Writers write 2.2; readers accept 2.0 and 2.1 too, since each version only added to the last.
-SCHEMA_VERSION: Literal["2.2"] = "2.2"
-SchemaVersion = Literal["2.0", "2.1", "2.2"]
+# Writers write 2.3; readers accept 2.0, 2.1 and 2.2 too, since each version only added to the
+# last. A new version adds optional fields only: bump the minor number here, add it to
+# SchemaVersion, regenerate contracts/ and describe it in contracts/council-voice-contract.md.
+SCHEMA_VERSION: Literal["2.3"] = "2.3"
+SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3"]
 MAX_VOICES = 5
 MIN_VOICES = 2
 
@@ -200,6 +202,51 @@ class DeliberationOptions(_Strict):
     )
 
 
+# A template's or chain's name: a word a user types after --template / --chain.
+SETUP_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,47}$"
+SetupName = Annotated[str, StringConstraints(pattern=SETUP_NAME_PATTERN)]
+
+
+class SlotSetup(_Strict):
+    """(2.3) How one slot is set up beyond its reserved role: who the voice speaks as and
+    what it looks at first. The slot's role framing (perturbation, devil's advocate) stays."""
+
+    persona: str | None = Field(default=None, min_length=1, max_length=1000)
+    framing: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        description="What this slot looks at first; added to, never replacing, its role.",
+    )
+
+
+class TemplateUse(_Strict):
+    """(2.3) The named council setup a request was built from."""
+
+    name: SetupName
+    version: str = Field(min_length=1, max_length=40)
+    source: Literal["builtin", "user", "project"] = Field(
+        description="Shipped with the package, the user's council.toml, or the project's."
+    )
+    digest: str = Field(description="sha256 of the template's settings as applied.")
+
+
+class ChainRun(_Strict):
+    """(2.3) One step of a chain: the template it applies and the run id it writes."""
+
+    template: SetupName
+    run_id: str
+
+
+class ChainPosition(_Strict):
+    """(2.3) Where a run sits in a chain of councils; every step's run id is planned before
+    the first starts, so each run file names all the others."""
+
+    name: SetupName
+    step: int = Field(ge=1, description="This run's step, from 1.")
+    runs: list[ChainRun] = Field(min_length=1, max_length=10)
+
+
 class PerspectiveRequest(_Strict):
     """What a caller asks the council."""
 
@@ -214,6 +261,30 @@ class PerspectiveRequest(_Strict):
     budget: Budget = Field(default_factory=Budget)
     deliberation: DeliberationOptions | None = Field(
         default=None, description="Vote, rank, rounds, red team (2.1); absent: one pass."
+    )
+    preamble: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=8000,
+        description="(2.3) Told to every voice before the question (a template's setup).",
+    )
+    slots: list[SlotSetup] = Field(
+        default_factory=list,
+        max_length=MAX_VOICES,
+        description="(2.3) Persona and framing of the first slots, in slot order.",
+    )
+    artifact_kind: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="(2.3) What the artifact is expected to be (a migration plan, an API "
+        "description); every voice is told.",
+    )
+    template: TemplateUse | None = Field(
+        default=None, description="(2.3) The named template this request was built from."
+    )
+    chain: ChainPosition | None = Field(
+        default=None, description="(2.3) The chain of councils this run is a step of."
     )
 
     @field_validator("id")

@@ -70,7 +70,10 @@ def compose_prompt(
     role: SlotRole,
     persona: str | None,
     artifact_text: str | None,
+    focus: str | None = None,
 ) -> str:
+    """``focus`` is the slot's own framing (a template's); it joins the role's, which stays
+    so the reserved slots keep doing what ARBITRATE checks them for."""
     parts = [
         "You are one independent voice on a council. You have no earlier conversation "
         "with anyone: everything you need is below. Do not run tools, edit files or "
@@ -78,8 +81,12 @@ def compose_prompt(
         f"Mode: {request.mode}. {_MODE_TASK[request.mode]}",
         f"Your framing: {_ROLE_FRAMING[role]}",
     ]
+    if focus:
+        parts.append(f"Your focus: {focus}")
     if persona:
         parts.append(f"Your persona: {persona}")
+    if request.preamble:
+        parts.append(f"Setting of this council:\n{request.preamble}")
     parts.append(f"Question:\n{request.question}")
     rules = []
     if request.evidence.require_evidence:
@@ -94,6 +101,8 @@ def compose_prompt(
     parts.append("Evidence rules:\n- " + "\n- ".join(rules))
     if request.artifact is not None and artifact_text is not None:
         name = request.artifact.name
+        if request.artifact_kind:
+            parts.append(f"The artifact is expected to be {request.artifact_kind}.")
         parts.append(
             f"Artifact {name} (line numbers in the gutter are not part of the text):\n"
             f"<<<ARTIFACT {name}\n{numbered_artifact(name, artifact_text)}\nARTIFACT {name}>>>"

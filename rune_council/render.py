@@ -26,6 +26,9 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
         f"- **Runtime**: {', '.join(detected) or 'none detected'} → "
         f"{', '.join(used) or 'none'} (degraded: {degraded})",
     ]
+    template = result.request.template
+    if template is not None:
+        lines.append(f"- **Template**: {template.name} v{template.version} ({template.source})")
     if shown != "complete":
         lines.append(f"- **Status**: {shown}" + (f" ({why})" if why else ""))
     for voice in result.voices:

@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "consent",
             "trust_store",  # the user's record of trusted project files
             "runlock",  # one writer per run id
+            "templates",  # the shipped council setups, read as data
             "runs",
             "analytics",  # statistics over the run files (rune council stats)
             "watch",

@@ -24,9 +24,18 @@ def run_command(
         ),
     ],
     mode: Annotated[
-        str, typer.Option(help="critique | review | judge (generate is not served).")
-    ] = "judge",
-    n: Annotated[int, typer.Option("--n", help="Voices, 2-5 (more is capped at 5).")] = 3,
+        str | None,
+        typer.Option(help="critique | review | judge (generate is not served); default judge."),
+    ] = None,
+    n: Annotated[
+        int | None, typer.Option("--n", help="Voices, 2-5 (more is capped at 5); default 3.")
+    ] = None,
+    template: Annotated[
+        str | None,
+        typer.Option(
+            help="A named council setup (rune council templates); other options override it."
+        ),
+    ] = None,
     artifact: Annotated[
         Path | None, typer.Option(help="A file the voices critique or review, inlined.")
     ] = None,
@@ -134,14 +143,18 @@ def run_command(
             with_subagent=subagent_endpoint is not None or subagent_model is not None,
             config=config,
         )
+        # Only what the user gave goes in, so a template fills the rest.
         request: dict[str, Any] = {
             "id": run_id or new_run_id(),
             "question": question,
-            "mode": mode,
-            "n": n,
             "budget": {"per_voice_timeout_s": timeout},
-            "diversity": {"prefer_model_families": prefer or []},
         }
+        if mode is not None:
+            request["mode"] = mode
+        if n is not None:
+            request["n"] = n
+        if prefer:
+            request["diversity"] = {"prefer_model_families": prefer}
         if artifact is not None:
             # Absolute, so the run file still says which file it was from anywhere.
             request["artifact"] = {"name": artifact.name, "path": str(artifact.absolute())}
@@ -169,6 +182,7 @@ def run_command(
                 refresh=refresh,
                 on_event=on_event,
                 config=config,
+                template=template,
             )
             result = (convene_chain if chain else convene)(request, options)
     if as_json:
@@ -183,6 +197,62 @@ def run_command(
                 err=True,
             )
         raise typer.Exit(ExitCode.NO_VERDICT)
+
+
+@council_app.command("templates", help="List the named council setups and chains.")
+def templates_command(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the templates and chains as JSON.")
+    ] = False,
+    rune_dir: Annotated[Path | None, typer.Option(help="Where .rune files go.")] = None,
+) -> None:
+    from ..config import load_config
+    from ..council.templates import chains, templates
+    from ..paths import RuneDir
+    from ..safetext import plain
+
+    where = RuneDir.resolve(rune_dir)
+    with council_errors():
+        config = load_config(where)
+        found, linked = templates(config), chains(config)
+    for note in config.notes:
+        typer.echo(f"rune council: note: {note}", err=True)
+    if as_json:
+        doc = {
+            "templates": [
+                {
+                    "name": t.name,
+                    "description": t.spec.description,
+                    "version": t.spec.version,
+                    "source": t.source,
+                    "path": t.path,
+                    "settings": t.settings(),
+                }
+                for t in found.values()
+            ],
+            "chains": [
+                {
+                    "name": c.name,
+                    "description": c.description,
+                    "steps": c.spec.steps,
+                    "source": c.source,
+                    "path": c.path,
+                }
+                for c in linked.values()
+            ],
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    width = max(len(name) for name in [*found, *linked])
+    typer.echo("templates (--template NAME):")
+    for t in found.values():
+        origin = "" if t.source == "builtin" else f" [{t.source}]"
+        # A project's description is the repository's text: shown as text, never escapes.
+        typer.echo(plain(f"  {t.name:<{width}}  {t.spec.description}{origin}"))
+    typer.echo("chains (--chain NAME):")
+    for c in linked.values():
+        origin = "" if c.source == "builtin" else f" [{c.source}]"
+        typer.echo(plain(f"  {c.name:<{width}}  {c.description}{origin}"))
 
 
 @council_app.command("detect", help="Show which AI CLIs are installed and their families.")

@@ -54,6 +54,9 @@ class CouncilOptions:
     ``on_event(result, event)`` is called at every transition, after it is written;
     ``overwrite`` lets a run reuse the id of an earlier run; ``config`` is the parsed
     ``council.toml`` (None reads it once at the start of the run).
+
+    ``template`` names a council setup (``rune council templates`` lists them): it fills
+    what the request leaves open, and the run file records its name and version.
     """
 
     runtimes: Sequence[Runtime] | None = None
@@ -71,3 +74,4 @@ class CouncilOptions:
     on_event: OnEvent | None = None
     overwrite: bool = False
     config: CouncilConfig | None = None
+    template: str | None = None

@@ -21,6 +21,7 @@ from ..runtimes import lineage
 from ..stages.allocate import Allocation, Candidate, allocate
 from ..stages.dispatch import dispatch
 from ..stages.verdict import reach_verdict
+from . import templates
 from .lifecycle import RunLog, now, run_blocking
 from .options import CouncilOptions
 from .request import Artifact, claim_run_file, parse_request, read_artifact, refuse_unserved
@@ -41,7 +42,7 @@ async def aconvene(
     Cancelling the task leaves the run file ``cancelled`` with the voices that completed.
     """
     opts = options or CouncilOptions()
-    req = parse_request(request)
+    req = parse_request(templates.resolve(request, opts))
     refuse_unserved(req)
     # The id is claimed for the whole run before anything is written: a second council with
     # the same id fails at once (RunIdError) and touches nothing. Every voice it starts is

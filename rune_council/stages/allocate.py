@@ -13,6 +13,7 @@ from ..contract import (
     FamilyConfidence,
     PerspectiveRequest,
     SlotRole,
+    SlotSetup,
     Voice,
     VoiceSource,
 )
@@ -137,7 +138,10 @@ def allocate(
     prompts: dict[str, SlotPrompts] = {}
     for index, role in enumerate(roles_for(n)):
         voice_id = f"v{index + 1}"
-        persona = PERSONAS[index % len(PERSONAS)]
+        setup = request.slots[index] if index < len(request.slots) else SlotSetup()
+        # A slot's own persona (a template's) holds for every voice that takes the slot;
+        # without one, only a subagent is given a stock persona.
+        persona = setup.persona or PERSONAS[index % len(PERSONAS)]
         pick = order[index % len(order)] if order else None
         if pick is None:
             voice = Voice(id=voice_id, slot_role=role, source="subagent", runtime="none")
@@ -149,12 +153,12 @@ def allocate(
                 runtime=pick.runtime,
                 model_family=pick.model_family,
                 family_confidence=pick.family_confidence,
-                persona=persona if pick.source == "subagent" else None,
+                persona=persona if pick.source == "subagent" or setup.persona else None,
             )
         voices.append(voice)
         prompts[voice_id] = SlotPrompts(
-            primary=compose_prompt(request, role, voice.persona, artifact_text),
-            fallback=compose_prompt(request, role, persona, artifact_text),
+            primary=compose_prompt(request, role, voice.persona, artifact_text, setup.framing),
+            fallback=compose_prompt(request, role, persona, artifact_text, setup.framing),
             fallback_persona=persona,
         )
     return Allocation(voices=voices, prompts=prompts, n_effective=n, notes=notes)
