@@ -129,7 +129,7 @@ class ModelServer:
     calls answer that HTTP status with the vendor's error body instead.
     ``tool_calls[protocol]`` is called with each model request's decoded body; when it
     returns a ToolCall, that request is answered with a call of that tool instead of text
-    (anthropic only so far).
+    (anthropic and gemini so far).
     """
 
     def __init__(self, *, keep_bodies: bool = False) -> None:
@@ -757,6 +757,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- gemini ------------------------------------------------------------
 
+    def _gemini_function_call(
+        self, call: ToolCall, model: str, stream: bool, prompt_tokens: int
+    ) -> None:
+        part = {"functionCall": {"name": call.name, "args": call.arguments, "id": call.id}}
+        usage = {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": 10,
+            "totalTokenCount": prompt_tokens + 10,
+        }
+        payload = _gemini_candidate([part], model, usage)
+        if not stream:
+            self._send_json(200, payload)
+            return
+        self._start_stream()
+        self._sse(payload)
+        self._end_stream()
+
     def _gemini(self, model: str, method: str, body: Any) -> None:
         body = body if isinstance(body, dict) else {}
         contents = body.get("contents")
@@ -771,6 +788,11 @@ class _Handler(BaseHTTPRequestHandler):
         prompt_tokens = _token_count(json.dumps(contents or ""))
         if method == "countTokens":
             self._send_json(200, {"totalTokens": prompt_tokens})
+            return
+        script = self.model_server.tool_calls.get(GEMINI)
+        call = script(body) if script is not None else None
+        if call is not None:
+            self._gemini_function_call(call, model, stream, prompt_tokens)
             return
         answer = self.model_server.answer_for(GEMINI, prompt)
         output_tokens = _token_count(answer)
@@ -799,6 +821,16 @@ class _Handler(BaseHTTPRequestHandler):
         for i, piece in enumerate(pieces):
             self._sse(response(piece, final=i == len(pieces) - 1))
         self._end_stream()
+
+
+def _gemini_candidate(parts: list[dict[str, Any]], model: str, usage: dict[str, int]) -> Any:
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "index": 0, "finishReason": "STOP"}
+        ],
+        "usageMetadata": usage,
+        "modelVersion": model,
+    }
 
 
 def _anthropic_error_type(status: int) -> str:
