@@ -12,11 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import regex  # type: ignore[import-untyped]  # it ships no type information
-
 __all__ = ["TIME_LIMIT_S", "UserRegex", "UserRegexTimeout"]
 
 TIME_LIMIT_S = 0.25
+
+
+def _engine() -> Any:
+    # Imported on first use: most runs name no pattern, and the engine costs a few
+    # tens of milliseconds of start-up.
+    import regex  # type: ignore[import-untyped]  # it ships no type information
+
+    return regex
 
 
 class UserRegexTimeout(Exception):
@@ -27,6 +33,7 @@ class UserRegex:
     """A compiled user pattern whose every search is time-bounded."""
 
     def __init__(self, pattern: str, flags: int = 0, *, time_limit_s: float = TIME_LIMIT_S):
+        regex = _engine()
         # VERSION0 keeps the standard library's syntax, so a pattern means what it did.
         self._pattern: Any = regex.compile(pattern, flags | regex.VERSION0)
         self.time_limit_s = time_limit_s
@@ -46,6 +53,7 @@ class UserRegex:
 
 def check(pattern: str) -> str | None:
     """Why ``pattern`` cannot be used, or None."""
+    regex = _engine()
     try:
         regex.compile(pattern, regex.VERSION0)
     except regex.error as exc:

@@ -24,19 +24,40 @@ import contextlib
 import functools
 import ipaddress
 import ssl
+import sys
 import time
+import types
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from .. import safejson
 from ..contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
 from ..errors import EndpointCallError
 from ..runtime import Answerer, ReplyCheck, RuntimeReply
 from .base import redact
+
+
+def _without_httpx_command_line() -> None:
+    """``import httpx`` also imports httpx's own command-line tool whenever click is installed
+    (the serve extra brings it), and that tool loads rich, pygments and click: about a tenth
+    of a second of every ``rune`` start spent on code no council calls. A placeholder in its
+    place keeps the import cheap; calling it says why it is not there."""
+    if "httpx" in sys.modules or "httpx._main" in sys.modules:
+        return
+    placeholder = types.ModuleType("httpx._main")
+
+    def main(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("httpx's command-line tool is not loaded in rune-council")
+
+    placeholder.main = main  # type: ignore[attr-defined]  # a module's attributes are open
+    sys.modules["httpx._main"] = placeholder
+
+
+_without_httpx_command_line()
+
+import httpx  # noqa: E402  # after the placeholder above
 
 USER_AGENT = "rune-council"
 ERROR_BODY_CAP = 16_000
@@ -49,6 +70,17 @@ ENDPOINT_WIDE_STATUSES = frozenset({401, 403, 407})
 @functools.cache
 def shared_tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
+
+
+@functools.cache
+def _plain_http_context() -> ssl.SSLContext:
+    # An http:// endpoint never negotiates TLS (redirects are not followed), so it need not
+    # load the CA bundle; this context verifies as strictly and trusts no certificate at all.
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def tls_context_for(base_url: str) -> ssl.SSLContext:
+    return shared_tls_context() if urlsplit(base_url).scheme == "https" else _plain_http_context()
 
 
 def is_loopback(host: str | None) -> bool:
@@ -232,7 +264,7 @@ class EndpointClient:
                 headers=headers,
                 # The caller's deadline bounds each call as a whole (asyncio.timeout).
                 timeout=httpx.Timeout(None),
-                verify=shared_tls_context(),
+                verify=tls_context_for(self.base_url),
                 # A local server is never reached through the user's proxy.
                 trust_env=not is_loopback(urlsplit(self.base_url).hostname),
                 follow_redirects=False,

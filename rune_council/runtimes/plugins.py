@@ -17,6 +17,7 @@ name (it is the user's own word). A plug-in cannot replace a built-in CLI.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Iterable
 from importlib.metadata import EntryPoint, entry_points
 
@@ -52,10 +53,24 @@ def _adapters_of(ep: EntryPoint) -> list[CliAdapter]:
     )
 
 
+def _entry_points() -> list[EntryPoint]:
+    # Listing entry points reads every installed distribution's metadata, and one council
+    # asks twice (the adapters, then the cache digest). What is installed is found through
+    # sys.path, so a changed path lists again.
+    key = tuple(sys.path)
+    if key not in _FOUND:
+        _FOUND.clear()
+        _FOUND[key] = sorted(entry_points(group=GROUP), key=lambda e: (e.name, e.value))
+    return _FOUND[key]
+
+
+_FOUND: dict[tuple[str, ...], list[EntryPoint]] = {}
+
+
 def plugin_adapters() -> dict[str, CliAdapter]:
     """Every CLI the installed plug-ins add, by name; a faulty plug-in is one clear error."""
     found: dict[str, tuple[CliAdapter, str]] = {}
-    for ep in sorted(entry_points(group=GROUP), key=lambda e: (e.name, e.value)):
+    for ep in _entry_points():
         for adapter in _adapters_of(ep):
             where = _where(ep)
             if not ADAPTER_NAME.match(adapter.name):
@@ -77,7 +92,7 @@ def plugin_adapters() -> dict[str, CliAdapter]:
 
 def plugins_digest() -> str | None:
     """Changes whenever the installed plug-ins do, so a cached detection is not reused."""
-    eps = sorted(entry_points(group=GROUP), key=lambda e: (e.name, e.value))
+    eps = _entry_points()
     if not eps:
         return None
     parts = [
