@@ -217,18 +217,13 @@ def deliberation(stats: Stats) -> bytes:
         names = [*d.rounds_to_converge, "never"]
         counts = [*d.rounds_to_converge.values(), d.not_converged]
         right.bar(names, counts, color=["#2e7d32"] * (len(names) - 1) + ["#9e9e9e"])
-        right.set_xlabel("round")
         right.set_ylabel("runs")
-        if d.winner_compared:
-            right.text(
-                0.98,
-                0.95,
-                f"winner changed after round 1: {d.winner_changed}/{d.winner_compared}",
-                ha="right",
-                va="top",
-                transform=right.transAxes,
-                fontsize="small",
-            )
+        right.set_xlabel(
+            f"round\n(a later round changed the winner in {d.winner_changed} of "
+            f"{d.winner_compared} runs\nwith two or more ranked rounds)"
+            if d.winner_compared
+            else "round"
+        )
     else:
         _empty(right, "no runs with rounds")
     return _png(fig)
