@@ -1,9 +1,12 @@
 """Whole-file, atomic writes: the one way rune-council puts a file on disk.
 
 A reader polling a file (a run file, the detection cache) must never see half a document,
-so each write goes to a temporary file in the same directory, is fsynced, then renamed over
-the target. The rename replaces a symlink rather than following it, and we refuse outright
-to write through one.
+so each write goes to a temporary file in the same directory, then is renamed over the
+target. The rename replaces a symlink rather than following it, and we refuse outright to
+write through one. The temporary file is fsynced first unless the caller says the state is
+transient: a run file is rewritten on every status change, and only its final state needs
+to survive a power cut (on this disk an fsync costs several milliseconds, the rest of a
+rewrite well under one).
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_bytes(path, payload)
 
 
-def atomic_write_bytes(path: Path, payload: bytes) -> None:
+def atomic_write_bytes(path: Path, payload: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``payload`` in one step; a wrong path is a ``RunFileError``, a
-    failing disk a ``StorageError``."""
+    failing disk a ``StorageError``. ``durable=False`` skips the fsync: readers still never
+    see a torn file, but a crash of the machine may lose this version."""
     directory = path.parent
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -40,8 +44,9 @@ def atomic_write_bytes(path: Path, payload: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
