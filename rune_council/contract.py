@@ -21,11 +21,11 @@ from pydantic import (
     model_validator,
 )
 
-# Writers write 2.3; readers accept 2.0, 2.1 and 2.2 too, since each version only added to the
+# Writers write 2.4; readers accept 2.0 to 2.3 too, since each version only added to the
 # last. A new version adds optional fields only: bump the minor number here, add it to
 # SchemaVersion, regenerate contracts/ and describe it in contracts/council-voice-contract.md.
-SCHEMA_VERSION: Literal["2.3"] = "2.3"
-SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3"]
+SCHEMA_VERSION: Literal["2.4"] = "2.4"
+SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3", "2.4"]
 MAX_VOICES = 5
 MIN_VOICES = 2
 
@@ -344,6 +344,12 @@ class Attempt(_Strict):
     http_status: int | None = Field(
         default=None, description="The HTTP status when the outcome is http_status."
     )
+    output_tail: str | None = Field(
+        default=None,
+        max_length=4000,
+        description="The end of what a failed CLI printed (stderr, else stdout), secrets "
+        "masked; ``detail`` holds the one-line reason read from it (2.4).",
+    )
 
 
 class RawOutput(_Strict):
@@ -482,6 +488,21 @@ class Checks(_Strict):
     devils_advocate: SlotCheck | None = None
 
 
+AuthState = Literal["ready", "logged-out", "unknown"]
+
+
+class WatchedFile(_Strict):
+    path: str
+    mtime: float | None = Field(
+        default=None, description="Modification time when checked; null when it did not exist."
+    )
+
+
+class AuthVar(_Strict):
+    name: str
+    set: bool = Field(description="Whether it was set (non-blank) when checked; never its value.")
+
+
 class DetectedRuntime(_Strict):
     runtime: str
     status: Literal["available", "unavailable", "ineligible"]
@@ -493,6 +514,29 @@ class DetectedRuntime(_Strict):
     via: str | None = Field(
         default=None,
         description="A bridge program that runs this agent (1devtool-agent), if not run directly.",
+    )
+    auth: AuthState | None = Field(
+        default=None,
+        description="Whether the CLI can answer without a model call being spent to find out "
+        "(2.4): ready, logged-out or unknown; null when not checked.",
+    )
+    auth_detail: str = Field(
+        default="",
+        description="The evidence for ``auth`` in words: which status command, file or "
+        "variable was looked at. Never a credential's value.",
+    )
+    auth_fix: str | None = Field(
+        default=None, description="The one command or setting that makes a logged-out CLI ready."
+    )
+    auth_files: list[WatchedFile] = Field(
+        default_factory=list,
+        description="Files the auth check read or looked for; a change to any of them makes "
+        "the cached report stale.",
+    )
+    auth_vars: list[AuthVar] = Field(
+        default_factory=list,
+        description="Variables the auth check looked at and whether each was set; one set or "
+        "unset since makes the cached report stale.",
     )
 
 

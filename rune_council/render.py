@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .contract import CouncilResult, TallyReport
-from .safetext import plain
+from .safetext import one_line, plain
 
 
 def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> str:
@@ -36,7 +36,7 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
         role = "" if voice.slot_role == "standard" else f" [{voice.slot_role}]"
         state: str = voice.status
         if voice.status == "dropped":
-            state = f"dropped: {voice.drop_reason}"
+            state = f"dropped: {one_line(voice.drop_reason or '', 400)}"
         elif voice.stance:
             state = voice.stance
         lines.append(f"  - {voice.id} {voice.runtime} ({voice.model_family}{tag}){role}: {state}")

@@ -40,6 +40,8 @@ class RuntimeReply:
     # empty means the reply itself is the only attempt.
     attempts: tuple[Attempt, ...] = ()
     answered_by: Answerer | None = None
+    # The end of what a failed CLI printed, kept in the attempt record; ``detail`` is one line.
+    output_tail: str | None = None
 
 
 @runtime_checkable

@@ -13,7 +13,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 
-__all__ = ["URL_USERINFO", "Fence", "markup", "mask_url_credentials", "plain"]
+__all__ = ["URL_USERINFO", "Fence", "markup", "mask_url_credentials", "one_line", "plain"]
 
 # Escape sequences first (so their printable tails go with them), then every remaining
 # control character except newline and tab.
@@ -70,6 +70,13 @@ def plain(text: str) -> str:
     """``text`` without escape sequences, control characters (newlines and tabs kept) or
     credentials inside URLs."""
     return mask_url_credentials(_CONTROLS.sub("", _SEQUENCES.sub("", text)))
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    """``text`` as one line of at most ``limit`` characters, for a reason in a table row:
+    a CLI's multi-line error must not spill over the rows below it."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def markup(text: str) -> str:

@@ -121,6 +121,7 @@ def run_command(
     from ..paths import RuneDir
     from ..render import render
     from ..runtimes.subagent import CommandRuntime
+    from ..safetext import plain
     from .consent_prompt import external_consent
     from .live import progress
     from .signals import terminating_signals
@@ -193,9 +194,12 @@ def run_command(
         if not as_json:
             typer.echo(
                 "rune council: no voice produced a usable answer; the Notes and "
-                "`rune council detect` say why (--yes, --subagent-cmd or --endpoint add voices)",
+                "`rune council doctor` say why (--yes, --subagent-cmd or --endpoint add voices)",
                 err=True,
             )
+            for entry in result.runtime_report.detected:
+                if entry.auth == "logged-out" and entry.auth_fix:
+                    typer.echo(f"  {plain(entry.runtime)}: {plain(entry.auth_fix)}", err=True)
         raise typer.Exit(ExitCode.NO_VERDICT)
 
 
@@ -294,6 +298,9 @@ def detect_command(
         if d.path and d.detail:
             # Why a CLI is ineligible, or where a wrapper's family came from.
             typer.echo(plain(f"      {d.detail}"))
+        if d.auth is not None:
+            fix = f"; fix: {d.auth_fix}" if d.auth_fix else ""
+            typer.echo(plain(f"      auth {d.auth}: {d.auth_detail}{fix}"))
     if report.login_shell:
         typer.echo(f"login-shell PATH from {report.login_shell}: {len(report.login_path)} entries")
     if not any(d.status == "available" for d in report.detected):

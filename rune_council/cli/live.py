@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..safetext import markup, plain
+from ..safetext import markup, one_line, plain
 
 if TYPE_CHECKING:
     from ..contract import CouncilResult, RunEvent
@@ -114,7 +114,7 @@ class Board:
                 self.stage = event.detail
             if event.voice_id and event.voice_id in self.rows:
                 changed = self.rows[event.voice_id]
-                changed.detail = event.detail
+                changed.detail = one_line(event.detail)
                 return _Row(**vars(changed))
         return None
 
@@ -194,7 +194,7 @@ class PlainProgress:
                     row.family,
                     row.status,
                     row.elapsed(time.monotonic()),
-                    event.detail,
+                    one_line(event.detail, 400),
                 )
             )
         elif event.kind == "council.result":

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import ExitCode, exit_code_for
-from ..safetext import plain
+from ..safetext import one_line, plain
 from .app import council_app, fail
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def _event_line(result: CouncilResult, event: RunEvent) -> str:
             "council.result": "result",
             "deliberation.status": "deliberation",
         }.get(event.kind, event.kind)
-        return f"{when}  council {what}: {event.detail}".rstrip()
+        return f"{when}  council {what}: {one_line(event.detail, 400)}".rstrip()
     # Elapsed since the run started: a reader joining late still sees when things happened.
     return f"{when}" + voice_line(
         voice.id,
@@ -107,7 +107,7 @@ def _event_line(result: CouncilResult, event: RunEvent) -> str:
         voice.model_family,
         event.status or voice.status,
         seconds_between(result.started_at, event.at),
-        event.detail,
+        one_line(event.detail, 400),
     )
 
 

@@ -54,6 +54,12 @@ async def detect_configured(
     )
 
 
+def logged_out_note(entry: DetectedRuntime) -> str:
+    """One line: which CLI sits out, why, and the one thing that fixes it."""
+    fix = f"; to fix: {entry.auth_fix}" if entry.auth_fix else ""
+    return f"{entry.runtime} not seated: logged out ({entry.auth_detail}){fix}"
+
+
 @dataclass
 class CliAssembly:
     detected: list[DetectedRuntime]
@@ -78,8 +84,13 @@ async def assemble_clis(
     allow = allowed_env(config)
     login = tuple(report.login_path)
     runtimes: list[Runtime] = []
+    unseated: list[str] = []
     for entry in report.detected:
         if entry.status != "available" or not entry.path:
+            continue
+        if entry.auth == "logged-out":
+            # It would fail at once, or retry until the timeout: its slot goes to the next one.
+            unseated.append(logged_out_note(entry))
             continue
         confidence = entry.family_confidence
         if entry.via is not None and entry.runtime.startswith(RUNTIME_PREFIX):
@@ -115,6 +126,7 @@ async def assemble_clis(
     notes: list[str] = []
     if from_cache:
         notes.append("runtime detection reused from today's cache")
+    notes += unseated
     if runtimes and not consent.allowed:
         names = ", ".join(r.name for r in runtimes)
         notes.append(

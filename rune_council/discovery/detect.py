@@ -30,12 +30,14 @@ from ..errors import RunFileError
 from ..files import atomic_write_json
 from ..paths import RuneDir
 from ..runtimes.adapters import ADAPTERS, CliAdapter, adapter_env
+from ..runtimes.auth import AuthContext, unchanged, watched_files, watched_vars
 from ..runtimes.base import redact, secret_values
 from ..runtimes.bridge import BRIDGE_NAME, RUNTIME_PREFIX, find_bridge, list_agents
 from ..runtimes.cli import merged_path
 from ..runtimes.login_path import LoginPath, login_shell_path
 from ..runtimes.process import run_process
 from ..safefile import read_capped
+from ..safetext import one_line
 from ..trust_store import CacheVouchers, digest
 
 # A node-based CLI takes several seconds to print its version on its own, and every probe
@@ -73,6 +75,29 @@ def family_of(adapter: CliAdapter, env: Mapping[str, str]) -> tuple[dict[str, An
     return promoted, f"backend model {reading.model!r} named in {reading.evidence}"
 
 
+async def check_auth(
+    adapter: CliAdapter, path: str, env: Mapping[str, str], search: str
+) -> dict[str, Any]:
+    """The ``auth*`` fields of a report entry: the adapter's own check, run with the exact
+    environment DISPATCH gives the CLI; what it says is masked like every recorded output."""
+    if adapter.auth is None:
+        return {"auth": "unknown", "auth_detail": "no offline check is known for this CLI"}
+    child_env = adapter_env(adapter, env)
+    child_env["PATH"] = search
+    try:
+        reading = await adapter.auth(AuthContext(path, child_env))
+    except (OSError, ValueError, RuntimeError) as exc:  # a plug-in's check must not stop DETECT
+        return {"auth": "unknown", "auth_detail": f"the auth check failed: {type(exc).__name__}"}
+    secrets = secret_values(child_env)
+    return {
+        "auth": reading.state,
+        "auth_detail": redact(one_line(reading.detail, 400), secrets),
+        "auth_fix": redact(reading.fix, secrets) if reading.fix else None,
+        "auth_files": watched_files(reading.files),
+        "auth_vars": watched_vars(reading.variables, child_env),
+    }
+
+
 async def probe(
     adapter: CliAdapter, env: Mapping[str, str], login: Sequence[str] = ()
 ) -> DetectedRuntime:
@@ -86,6 +111,43 @@ async def probe(
     found = os.path.abspath(found)
     if not os.access(found, os.X_OK):
         return DetectedRuntime(status="unavailable", path=found, detail="not executable", **base)
+    auth_task = (
+        None
+        if adapter.ineligible
+        else asyncio.ensure_future(check_auth(adapter, found, env, search))
+    )
+    try:
+        version_entry = await _version(adapter, env, found, search, base)
+    except BaseException:
+        if auth_task is not None:
+            auth_task.cancel()
+        raise
+    auth = await auth_task if auth_task is not None else {}
+    if isinstance(version_entry, DetectedRuntime):
+        return version_entry
+    version = version_entry
+    notes = [
+        n
+        for n in (family_note, "" if adapter.verified == "real binary" else "flags from docs only")
+        if n
+    ]
+    if adapter.ineligible:
+        return DetectedRuntime(
+            status="ineligible",
+            path=found,
+            version=version,
+            detail=f"ineligible: {adapter.ineligible}",
+            **base,
+        )
+    return DetectedRuntime(
+        status="available", path=found, version=version, detail="; ".join(notes), **base, **auth
+    )
+
+
+async def _version(
+    adapter: CliAdapter, env: Mapping[str, str], found: str, search: str, base: dict[str, Any]
+) -> str | DetectedRuntime | None:
+    """The version the CLI prints, or the ``unavailable`` entry when it cannot print one."""
     version: str | None = None
     if adapter.version_args:
         # Probe through the resolved path with the same env the voice would get, so what
@@ -115,22 +177,7 @@ async def probe(
         version = (
             match.group(0) if match else text.strip().splitlines()[0][:80] if text.strip() else None
         )
-    notes = [
-        n
-        for n in (family_note, "" if adapter.verified == "real binary" else "flags from docs only")
-        if n
-    ]
-    if adapter.ineligible:
-        return DetectedRuntime(
-            status="ineligible",
-            path=found,
-            version=version,
-            detail=f"ineligible: {adapter.ineligible}",
-            **base,
-        )
-    return DetectedRuntime(
-        status="available", path=found, version=version, detail="; ".join(notes), **base
-    )
+    return version
 
 
 async def _bridge_entries(
@@ -256,9 +303,36 @@ async def detect(
     if not refresh:
         cached = load_cached(rune_dir, config_digest, env=env, adapters=adapters)
         if cached is not None:
+            if await _recheck_auth(cached, env, adapters):
+                _save(rune_dir, cached, env)
             return cached, True
     report = await detect_runtimes(env, adapters, config_digest=config_digest)
+    _save(rune_dir, report, env)
+    return report, False
+
+
+def _save(rune_dir: RuneDir, report: RuntimesFile, env: Mapping[str, str] | None) -> None:
     atomic_write_json(rune_dir.runtimes_file, report.model_dump(mode="json"))
     with contextlib.suppress(OSError, RunFileError):  # unvouched only means probed next time
         _vouchers(env).vouch(rune_dir.runtimes_file, _fingerprint(report))
-    return report, False
+
+
+async def _recheck_auth(
+    report: RuntimesFile, env: Mapping[str, str] | None, adapters: Sequence[CliAdapter] | None
+) -> bool:
+    """Checks again, in place, the auth of every cached entry whose files or variables have
+    changed since (a login, a key set after the fix was shown); whether any was."""
+    env = dict(os.environ) if env is None else env
+    by_name = {a.name: a for a in (adapters or ADAPTERS.values())}
+    search = _search_path(env, report.login_path)
+    stale = []
+    for i, item in enumerate(report.detected):
+        adapter = by_name.get(item.runtime) if item.via is None else None
+        if adapter is None or item.auth is None or item.path is None:
+            continue
+        if not unchanged(item.auth_files, item.auth_vars, adapter_env(adapter, env)):
+            stale.append((i, adapter, item.path))
+    fresh = await asyncio.gather(*(check_auth(a, p, env, search) for _, a, p in stale))
+    for (i, _, _), fields in zip(stale, fresh, strict=True):
+        report.detected[i] = report.detected[i].model_copy(update=fields)
+    return bool(stale)

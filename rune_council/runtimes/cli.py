@@ -13,7 +13,11 @@ from ..contract import Attempt, FamilyConfidence, VoiceSource
 from ..runtime import ReplyCheck, RuntimeReply
 from .base import redact, secret_values
 from .cli_adapter import CliAdapter, adapter_env, classify_exit
+from .parsers import tail
 from .process import ProcessResult, run_process
+
+# What a failed run printed last, kept whole in its attempt record (the reason is one line).
+OUTPUT_TAIL_CAP = 2000
 
 
 def merged_path(parent_path: str, extra: Sequence[str]) -> str:
@@ -130,11 +134,13 @@ class CliRuntime:
                 shutil.rmtree(support, ignore_errors=True)
         latency = int((time.monotonic() - started) * 1000)
         if result.outcome in ("timeout", "too_large", "spawn_error", "cancelled"):
+            printed = result.stderr.decode("utf-8", errors="replace")
             reply = RuntimeReply(
                 outcome=result.outcome,
                 detail=result.detail,
                 exit_code=result.exit_code,
                 latency_ms=latency,
+                output_tail=tail(printed, OUTPUT_TAIL_CAP) if printed.strip() else None,
             )
             return reply, None
         stdout = result.stdout.decode("utf-8", errors="replace")
@@ -147,6 +153,7 @@ class CliRuntime:
             detail=detail,
             exit_code=result.exit_code,
             latency_ms=latency,
+            output_tail=None if outcome == "ok" else tail(stderr or stdout, OUTPUT_TAIL_CAP),
         )
         return reply, result
 
@@ -159,6 +166,7 @@ class CliRuntime:
             detail=(f"{detail} ({note})" if note else detail)[:1000],
             exit_code=reply.exit_code,
             latency_ms=reply.latency_ms,
+            output_tail=redact(reply.output_tail, secrets) if reply.output_tail else None,
         )
 
 
@@ -173,7 +181,14 @@ def _demanded(result: ProcessResult | None, check: Callable[[str, str], bool]) -
 
 def _redacted(reply: RuntimeReply, secrets: list[str], latency_ms: int) -> RuntimeReply:
     text = redact(reply.text, secrets) if reply.text is not None else None
-    return replace(reply, text=text, detail=redact(reply.detail, secrets), latency_ms=latency_ms)
+    out_tail = redact(reply.output_tail, secrets) if reply.output_tail is not None else None
+    return replace(
+        reply,
+        text=text,
+        detail=redact(reply.detail, secrets),
+        latency_ms=latency_ms,
+        output_tail=out_tail,
+    )
 
 
 def _write_private(path: str, data: bytes) -> None:

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..contract import AttemptOutcome, FamilyConfidence
+from .auth import AuthProbe
 from .backend_family import BackendReader
 from .base import EnvPolicy
-from .parsers import Parsed
+from .parsers import Parsed, one_line
 
 PromptVia = Literal["stdin", "file"]
 # A runtime name is a file-name-safe word: it appears in run files, paths and reports.
@@ -86,6 +87,8 @@ class CliAdapter:
     # Output that calls for exactly one more try of the same run (opencode's upgrade demand).
     retry_once_when: Callable[[str, str], bool] | None = None
     verified: Literal["real binary", "docs only"] = "real binary"
+    # Whether the CLI can answer, found out offline (runtimes/auth.py); None: not known how.
+    auth: AuthProbe | None = None
 
     def argv(
         self, path: str, support_dir: str | None = None, prompt_file: str | None = None
@@ -118,11 +121,12 @@ def _exit_words(code: int) -> str:
 
 def classify_exit(exit_code: int | None, parsed: Parsed) -> tuple[AttemptOutcome, str]:
     """Exit code and parsed output together decide whether the voice answered."""
+    error = one_line(parsed.error) if parsed.error else None
     if exit_code not in (0, None):
         how = _exit_words(exit_code)
-        return "exit_nonzero", f"{how}: {parsed.error}" if parsed.error else how
+        return "exit_nonzero", f"{how}: {error}" if error else how
     if parsed.text is None:
-        return "error_reported", parsed.error or "no answer in output"
+        return "error_reported", error or "no answer in output"
     return "ok", "answered"
 
 

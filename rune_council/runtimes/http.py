@@ -36,6 +36,7 @@ from .. import safejson
 from ..contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
 from ..errors import EndpointCallError
 from ..runtime import Answerer, ReplyCheck, RuntimeReply
+from ..safetext import one_line
 from .base import redact
 
 
@@ -396,7 +397,8 @@ def _status_detail(response: httpx.Response, raw: bytes) -> str:
     if message is None:
         message = raw.decode("utf-8", errors="replace").strip()[:300]
     phrase = response.reason_phrase or ""
-    return f"HTTP {response.status_code} {phrase}: {message}".strip().rstrip(":")
+    # A server's error body can span lines (a stack trace, an HTML page): the reason is one.
+    return one_line(f"HTTP {response.status_code} {phrase}: {message}".strip().rstrip(":"), 400)
 
 
 def runtime_name(endpoint: str, model: str) -> str:

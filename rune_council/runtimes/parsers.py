@@ -13,6 +13,17 @@ import json
 from dataclasses import dataclass
 
 from .. import safejson
+from ..safetext import one_line
+
+__all__ = [
+    "Parsed",
+    "error_message",
+    "json_objects",
+    "nonblank",
+    "one_line",
+    "parse_plain_text",
+    "tail",
+]
 
 
 @dataclass(frozen=True)
@@ -26,6 +37,21 @@ class Parsed:
 def tail(text: str, limit: int = 300) -> str:
     text = text.strip()
     return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def error_message(obj: dict[str, object]) -> str | None:
+    """The message of a JSON error a CLI or server printed: ``{"error": {"message": ...}}``,
+    ``{"error": "..."}`` or ``{"message": ...}``, as one line; None if it holds none."""
+    err = obj.get("error", obj)
+    if isinstance(err, dict):
+        inner = err.get("message")
+        if isinstance(inner, str) and inner.strip():
+            return one_line(inner)
+        nested = err.get("error")
+        if isinstance(nested, dict):
+            return error_message({"error": nested})
+        return None
+    return one_line(err) if isinstance(err, str) and err.strip() else None
 
 
 def nonblank(value: object) -> str | None:

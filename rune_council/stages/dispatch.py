@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from ..answer import answer_problem
 from ..contract import Attempt, Budget, RawOutput, Voice
 from ..runtime import Answerer, ReplyCheck, Runtime, RuntimeReply
+from ..safetext import one_line
 from .allocate import Candidate, SlotPrompts, reseat
 
 RAW_CHAR_CAP = 200_000
@@ -47,9 +48,10 @@ def attempt_record(runtime: Runtime, reply: RuntimeReply) -> Attempt:
         runtime=runtime.name,
         source=runtime.source,
         outcome=reply.outcome,
-        detail=reply.detail[:1000],
+        detail=one_line(reply.detail, 1000),
         exit_code=reply.exit_code,
         latency_ms=reply.latency_ms,
+        output_tail=reply.output_tail[-4000:] if reply.output_tail else None,
     )
 
 
@@ -170,7 +172,7 @@ async def run_slot(
             after = f" after {', '.join(dict.fromkeys(tried))} failed" if tried else ""
             on_change(voice, f"{voice.runtime} answered{after}")
             return voice
-        failure = f"{runtime.name}: {reply.outcome}: {reply.detail}"
+        failure = f"{runtime.name}: {reply.outcome}: {one_line(reply.detail)}"
         failures.append(failure)
         if seats is None or not getattr(runtime, "reseats", True):
             break  # an endpoint configured without failover keeps its failures
@@ -190,7 +192,7 @@ async def run_slot(
             _complete(voice, reply)
             on_change(voice, f"{voice.runtime} answered")
             return voice
-        failure = f"{primary.name}: {reply.outcome}: {reply.detail}"
+        failure = f"{primary.name}: {reply.outcome}: {one_line(reply.detail)}"
         _drop(voice, failure)
         on_change(voice, failure)
         return voice
@@ -218,7 +220,7 @@ async def run_slot(
         _complete(voice, reply)
         on_change(voice, f"subagent {subagent.name} answered")
     else:
-        reason = f"{failure}; subagent {subagent.name}: {reply.outcome}: {reply.detail}"
+        reason = f"{failure}; subagent {subagent.name}: {reply.outcome}: {one_line(reply.detail)}"
         _drop(voice, reason)
         on_change(voice, reason)
     return voice

@@ -6,11 +6,22 @@ through variables the test sets; each wrapper script carries its own FAKE_* sett
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
 
 FAKE_CLI = Path(__file__).with_name("fake_cli.py")
+# What the real CLIs' offline status commands print (claude 2.1.197, codex 0.171.0), as
+# (ready, logged-out) pairs of (stdout, exit code). A fake is logged in unless told otherwise.
+_STATUS = {
+    "claude": (
+        "auth",
+        '{"loggedIn": true, "authMethod": "api_key", "apiKeySource": "ANTHROPIC_API_KEY"}',
+        '{"loggedIn": false, "authMethod": "none", "apiProvider": "firstParty"}',
+    ),
+    "codex": ("login", "API key configured - ***", "Not logged in"),
+}
 FORMATS = {
     "claude": "claude-json",
     "codex": "codex-jsonl",
@@ -29,9 +40,15 @@ def install_fake(
     *,
     answer: str | None = None,
     version: str = "1.2.3",
+    auth: str = "ready",
     **settings: str | float | int,
 ) -> Path:
-    """Write ``bin_dir/name``; ``settings`` become FAKE_* variables (mode="sleep" etc.)."""
+    """Write ``bin_dir/name``; ``settings`` become FAKE_* variables (mode="sleep" etc.).
+
+    ``auth`` (ready, logged-out, unknown) is what the CLI's offline auth check will find:
+    claude's and codex's status commands answer it (unknown: an exit status neither uses);
+    gemini, which has none, gets the files its check reads under ``bin_dir``'s parent, the
+    HOME most tests give it."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     env = {"FAKE_FORMAT": FORMATS.get(name, "text")}
     if answer is not None:
@@ -42,14 +59,37 @@ def install_fake(
         env[f"FAKE_{key.upper()}"] = str(value)
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     script = bin_dir / name
+    status = ""
+    if name in _STATUS:
+        verb, ready, out = _STATUS[name]
+        text, code = {"ready": (ready, 0), "logged-out": (out, 1)}.get(auth, ("no status", 2))
+        status = (
+            f'if [ "$1 $2" = "{verb} status" ]; then echo {shlex.quote(text)}; exit {code}; fi\n'
+        )
+    if name == "gemini":
+        _gemini_home(bin_dir.parent / ".gemini", auth)
     script.write_text(
         "#!/bin/sh\n"
         f'if [ "$1" = "--version" ]; then echo "{name} {version}"; exit 0; fi\n'
+        f"{status}"
         f'{exports} exec {shlex.quote(sys.executable)} -S {shlex.quote(str(FAKE_CLI))} "$@"\n',
         encoding="utf-8",
     )
     script.chmod(0o755)
     return script
+
+
+def _gemini_home(gemini_dir: Path, auth: str) -> None:
+    """A saved Google login (ready), an API-key choice without the key (unknown), or
+    nothing at all (logged out)."""
+    if auth == "logged-out":
+        return
+    gemini_dir.mkdir(parents=True, exist_ok=True)
+    kind = "oauth-personal" if auth == "ready" else "gemini-api-key"
+    settings = json.dumps({"security": {"auth": {"selectedType": kind}}})
+    (gemini_dir / "settings.json").write_text(settings, encoding="utf-8")
+    if auth == "ready":
+        (gemini_dir / "oauth_creds.json").write_text("{}", encoding="utf-8")
 
 
 def path_with(bin_dir: Path) -> str:

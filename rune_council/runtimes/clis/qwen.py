@@ -6,7 +6,7 @@ import re
 
 from ..base import EnvPolicy
 from ..cli_adapter import CliAdapter
-from ..parsers import Parsed, json_objects, nonblank, tail
+from ..parsers import Parsed, error_message, json_objects, nonblank, one_line, tail
 
 # qwen prints an API failure as the answer text and still says is_error: false.
 _API_ERROR = re.compile(r"^\s*\[API Error\b", re.IGNORECASE)
@@ -26,12 +26,14 @@ def parse(stdout: str, stderr: str) -> Parsed:
             continue
         result = obj.get("result")
         if obj.get("is_error") or obj.get("subtype") not in (None, "success"):
-            return Parsed(None, f"qwen reported an error: {tail(str(result or obj))}")
+            message = error_message(obj) if obj.get("error") else None
+            message = message or one_line(str(result or obj))
+            return Parsed(None, f"qwen reported an error: {message}")
         text = nonblank(result)
         if text is None:
             return Parsed(None, "qwen returned an empty result")
         if _API_ERROR.match(text):
-            return Parsed(None, f"qwen reported an API error: {tail(text)}")
+            return Parsed(None, f"qwen reported an API error: {one_line(text)}")
         return Parsed(text)
     return Parsed(None, f"no result element in qwen output: {tail(stdout or stderr)}")
 
