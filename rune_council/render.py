@@ -29,6 +29,13 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
     template = result.request.template
     if template is not None:
         lines.append(f"- **Template**: {template.name} v{template.version} ({template.source})")
+    chain = result.request.chain
+    if chain is not None:
+        steps = " → ".join(
+            f"{run.run_id} ({run.template}){' ← this run' if i == chain.step else ''}"
+            for i, run in enumerate(chain.runs, start=1)
+        )
+        lines.append(f"- **Chain**: {chain.name}, step {chain.step} of {len(chain.runs)}: {steps}")
     if shown != "complete":
         lines.append(f"- **Status**: {shown}" + (f" ({why})" if why else ""))
     for voice in result.voices:

@@ -102,8 +102,12 @@ def run_command(
         str | None, typer.Option(help="warn | halt | continue when consensus falls.")
     ] = None,
     chain: Annotated[
-        bool, typer.Option(help="Run a red-team council first and feed its risk register in.")
-    ] = False,
+        str | None,
+        typer.Option(
+            help="Run a chain of councils (rune council templates lists them; "
+            "red-team-first: a red team, then a council told its risk register)."
+        ),
+    ] = None,
     yes: Annotated[
         bool,
         typer.Option(
@@ -185,7 +189,10 @@ def run_command(
                 config=config,
                 template=template,
             )
-            result = (convene_chain if chain else convene)(request, options)
+            if chain is not None:
+                result = convene_chain(request, options, chain)
+            else:
+                result = convene(request, options)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
