@@ -1,22 +1,9 @@
 """``rune council stats``: the run history's numbers, checked against values worked out by hand.
 
-The history is four councils run through the real pipeline with scripted voices (so the run
-files are exactly what a council writes), plus what a real history also holds: a foreign
-JSON file and a broken one. The test then edits what scripted voices cannot choose (start
-dates, latencies, recorded rounds) into the files, as a person could write them by hand.
-
-The four runs (families: claude anthropic, codex openai, gemini google, qwen alibaba):
-
-    a  Mon 2026-11-02  claude NO + codex NO share the rollback claim (line 6): consensus
-                       anthropic+openai; gemini YES with its own claim: single-voice dissent
-                       (google) and a YES/NO split. MULTI_FAMILY, needs a decision.
-    b  Wed 2026-11-04  claude YES + gemini YES share the rollback claim: consensus
-                       anthropic+google. MULTI_FAMILY, no decision needed.
-    c  Tue 2026-11-10  claude answers, codex times out, no runtime left: one voice,
-                       NO_DECORRELATION, its lone claim is single-voice dissent (anthropic).
-    d  Thu 2026-11-12  codex fails (exit 3) and qwen takes the slot; gemini's answer is not
-                       JSON (GATE: malformed); claude + qwen share the rollback claim:
-                       consensus alibaba+anthropic. MULTI_FAMILY.
+The history (``tests/stats_history.py``) is four councils run through the real pipeline with
+scripted voices, so the run files are exactly what a council writes, then dated and given
+latencies and rounds by hand, plus a foreign and a broken JSON file. Its docstring lists
+what each run holds; the expected values below are counted from that list.
 """
 
 from __future__ import annotations
@@ -44,127 +31,7 @@ from rune_council.analytics.page import page
 from rune_council.analytics.since import parse_since
 from rune_council.cli import app
 from rune_council.paths import RuneDir
-from rune_council.testing import Failure, ScriptedCouncil, ScriptedRuntime, answer_for, claim_on
-from tests.helpers import PLAN
-
-Q = "Is the sharding plan in plan.md safe to execute as written?"
-ROLLBACK_A = claim_on(PLAN, 6, "No rollback step exists", name="plan.md", severity="MUST")
-ROLLBACK_B = claim_on(PLAN, 6, "There is no rollback step", name="plan.md", severity="MUST")
-OFFLINE = claim_on(
-    PLAN, 4, "The site is offline a whole weekend", name="plan.md", severity="SHOULD"
-)
-STARTS = {
-    "a": "2026-11-02T10:00:00+00:00",
-    "b": "2026-11-04T10:00:00+00:00",
-    "c": "2026-11-10T10:00:00+00:00",
-    "d": "2026-11-12T10:00:00+00:00",
-}
-# claude's answered calls, run by run: p50 = (200 + 300) / 2 = 250; p95: rank h = 3 x 0.95
-# = 2.85, so 300 + 0.85 x (1000 - 300) = 895.
-CLAUDE_MS = {"a": 100, "b": 200, "c": 300, "d": 1000}
-HOUR_AGO = 3600
-
-
-def _voice(family: str, name: str, *script: Any, delay_s: float = 0.0) -> ScriptedRuntime:
-    return ScriptedRuntime(*script, family=family, name=name, delay_s=delay_s)
-
-
-def _request(run_id: str, n: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": run_id,
-        "question": Q,
-        "n": n,
-        "artifact": {"name": "plan.md", "text": PLAN},
-        **extra,
-    }
-
-
-def _rank_round(number: int, score: float, winner: str | None) -> dict[str, Any]:
-    """A recorded round whose rank tally put ``winner``'s answer first."""
-    proposals = [{"label": "p1", "voice_id": winner or "v1", "summary": "first"}]
-    return {
-        "round": number,
-        "consensus_score": score,
-        "closed": True,
-        "rank": {
-            "proposals": proposals,
-            "transcript": "",
-            "tally": {
-                "valid": True,
-                "proposals": ["p1"],
-                "winner": "p1" if winner else None,
-                "consensus": {"w": score, "method": "complete", "rankers": 2, "proposals": 2},
-            },
-        },
-    }
-
-
-def _with_rounds(doc: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
-    doc["request"]["deliberation"] = {
-        "method": "rank",
-        "rounds": {"max_rounds": 2, "convergence_threshold": 0.85},
-    }
-    doc["deliberation"] = {"method": "rank", "rounds": rounds}
-    doc["verdict"]["consensus_score"] = rounds[-1]["consensus_score"]
-    doc["verdict"]["revision_count"] = len(rounds)
-
-
-def _age(path: Path, seconds: float = HOUR_AGO) -> None:
-    """Date a file as an earlier run's file would be (an index trusts only settled files)."""
-    then = dt.datetime.now().timestamp() - seconds
-    os.utime(path, (then, then))
-
-
-def build_history(root: Path) -> Path:
-    council = ScriptedCouncil(root)
-    council.runtimes = [
-        _voice("anthropic", "claude", answer_for(Q, "NO, no rollback", [ROLLBACK_A])),
-        _voice("openai", "codex", answer_for(Q, "NO, it cannot be undone", [ROLLBACK_B])),
-        _voice("google", "gemini", answer_for(Q, "YES, acceptable", [OFFLINE])),
-    ]
-    council.convene(_request("a", 3))
-    council.runtimes = [
-        _voice("anthropic", "claude", answer_for(Q, "YES, fine", [ROLLBACK_A])),
-        _voice("google", "gemini", answer_for(Q, "YES, fine", [ROLLBACK_B])),
-    ]
-    council.convene(_request("b", 2))
-    council.runtimes = [
-        _voice("anthropic", "claude", answer_for(Q, "NO, no rollback", [ROLLBACK_A])),
-        _voice("openai", "codex", answer_for(Q, "NO"), delay_s=3),
-    ]
-    council.convene(_request("c", 2, budget={"per_voice_timeout_s": 0.3}))
-    council.runtimes = [
-        _voice("anthropic", "claude", answer_for(Q, "NO, no rollback", [ROLLBACK_A])),
-        _voice("openai", "codex", Failure("exit_nonzero", "quota", exit_code=3)),
-        _voice("google", "gemini", "I would rather not say."),
-        _voice("alibaba", "qwen", answer_for(Q, "NO, cannot be undone", [ROLLBACK_B])),
-    ]
-    council.convene(_request("d", 3))
-
-    runs = root / "council"
-    for run_id, start in STARTS.items():
-        path = runs / f"run-{run_id}.json"
-        doc = json.loads(path.read_text())
-        doc["started_at"] = start
-        for voice in doc["voices"]:
-            for attempt in voice["attempts"]:
-                if attempt["runtime"] == "claude":
-                    attempt["latency_ms"] = CLAUDE_MS[run_id]
-        # a: W 0.5 then 0.9 (>= 0.85: converged in round 2), winner v1 then v2 (changed).
-        # b: W 0.6 then 0.7 (never converged), winner v1 both times. d: one round at 0.95
-        # naming no winner (converged in round 1; one round: nothing to compare).
-        if run_id == "a":
-            _with_rounds(doc, [_rank_round(1, 0.5, "v1"), _rank_round(2, 0.9, "v2")])
-        elif run_id == "b":
-            _with_rounds(doc, [_rank_round(1, 0.6, "v1"), _rank_round(2, 0.7, "v1")])
-        elif run_id == "d":
-            _with_rounds(doc, [_rank_round(1, 0.95, None)])
-        path.write_text(json.dumps(doc))
-    (runs / "notes.json").write_text('{"hello": "not a run"}')
-    (runs / "run-broken.json").write_text('{"id": "broken", ')
-    for path in runs.iterdir():
-        _age(path)
-    return root
+from tests.stats_history import CLAUDE_MS, HOUR_AGO, age, build_history
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +45,7 @@ def rune(history: Path, tmp_path: Path) -> Path:
     copy = tmp_path / ".rune"
     shutil.copytree(history / "council", copy / "council")
     for path in (copy / "council").iterdir():
-        _age(path)
+        age(path)
     return copy
 
 
@@ -320,7 +187,7 @@ def test_the_index_reads_only_new_or_changed_files_and_forgets_deleted_ones(rune
     doc = json.loads(path.read_text())
     doc["needs_decision"] = False
     path.write_text(json.dumps(doc))
-    _age(path, HOUR_AGO / 2)
+    age(path, HOUR_AGO / 2)
     changed = stats([RuneDir(rune)])
     assert (changed.files.read, changed.files.reused) == (1, 5)
     assert changed.totals.needs_decision == 1
@@ -330,7 +197,7 @@ def test_the_index_reads_only_new_or_changed_files_and_forgets_deleted_ones(rune
     new = json.loads((rune / "council" / "run-b.json").read_text())
     new["id"] = "e"
     (rune / "council" / "run-e.json").write_text(json.dumps(new))
-    _age(rune / "council" / "run-e.json")
+    age(rune / "council" / "run-e.json")
     after = stats([RuneDir(rune)])
     assert (after.files.read, after.files.forgotten) == (1, 1)
     assert sorted(after.heatmap.runs) == ["a", "b", "c", "e"]

@@ -9,9 +9,11 @@ names cut and ``$`` escaped, so nothing is read as mathtext.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import io
 import math
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -29,6 +31,20 @@ DPI = 100
 MAX_LABEL = 32
 
 STAMP_COLOURS = {"MULTI_FAMILY": "#2e7d32", "NO_DECORRELATION": "#ef6c00", "none": "#9e9e9e"}
+
+
+# matplotlib is not thread-safe (its first import least of all: a second thread sees a
+# half-initialised module), and the web view draws from a thread pool: one picture at a time.
+_DRAWING = threading.RLock()
+
+
+def _one_at_a_time(draw: Callable[[Stats], bytes]) -> Callable[[Stats], bytes]:
+    @functools.wraps(draw)
+    def locked(stats: Stats) -> bytes:
+        with _DRAWING:
+            return draw(stats)
+
+    return locked
 
 
 class PicturesUnavailable(CouncilError):
@@ -71,6 +87,7 @@ def _empty(ax: Axes, what: str) -> None:
     ax.set_yticks([])
 
 
+@_one_at_a_time
 def weekly(stats: Stats) -> bytes:
     """Stamp mix per week as stacked bars; consensus and needs-decision rates as lines."""
     fig = _figure(9, 4.5)
@@ -133,6 +150,7 @@ def _matrix(ax: Axes, stats: Stats, which: str) -> None:
     ax.figure.colorbar(image, ax=ax, shrink=0.8, label="share of runs both answered")
 
 
+@_one_at_a_time
 def matrices(stats: Stats) -> bytes:
     """Family x family: how often two families agreed, and how often they dissented."""
     size = 3.2 + 0.5 * len(stats.families)
@@ -142,6 +160,7 @@ def matrices(stats: Stats) -> bytes:
     return _png(fig)
 
 
+@_one_at_a_time
 def dissent_heatmap(stats: Stats) -> bytes:
     """Family x run: dissent entries naming the family; blank where it did not take part."""
     heat = stats.heatmap
@@ -166,6 +185,7 @@ def dissent_heatmap(stats: Stats) -> bytes:
     return _png(fig)
 
 
+@_one_at_a_time
 def runtimes(stats: Stats) -> bytes:
     """Calls per runtime: answered, dropped, timed out; latency p50 / p95 beside each bar."""
     from matplotlib.ticker import MaxNLocator
@@ -198,6 +218,7 @@ def runtimes(stats: Stats) -> bytes:
     return _png(fig)
 
 
+@_one_at_a_time
 def deliberation(stats: Stats) -> bytes:
     """Kendall's W of the final rankings, and the round at which runs converged."""
     d = stats.deliberation

@@ -8,11 +8,12 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
@@ -20,8 +21,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..contract import PerspectiveRequest, is_safe_run_id
-from ..errors import CouncilError, RunFileError
+from ..errors import CouncilError, RequestError, RunFileError
 from .guard import BodyTooLarge, Guard
+
+if TYPE_CHECKING:
+    from ..analytics.aggregate import Stats
 from .models import (
     Accepted,
     CancelResult,
@@ -33,6 +37,9 @@ from .models import (
     RunPage,
     RunRow,
     RuntimesView,
+    StatsPicture,
+    StatsTable,
+    StatsView,
 )
 from .pool import Busy, CouncilPool, Duplicate
 from .settings import ServeSettings
@@ -415,6 +422,68 @@ async def openapi(request: Request) -> Response:
     return Response(json.dumps(document(ours)), media_type="application/json")
 
 
+def _history(request: Request) -> Stats:
+    """The run history of the server's rune dir, in the window ``?since=`` names."""
+    from ..analytics.history import stats
+    from ..analytics.since import parse_since
+    from ..paths import RuneDir
+
+    raw = request.query_params.get("since")
+    try:
+        since = parse_since(raw) if raw else None
+    except RequestError as exc:
+        raise Reply(400, str(exc)) from None
+    return stats([RuneDir.resolve(_state(request).settings.rune_dir)], since=since)
+
+
+async def get_stats(request: Request) -> Response:
+    # Reading thousands of run files the first time takes seconds: off the event loop.
+    result = await run_in_threadpool(_history, request)
+    return _json(result, headers={"Cache-Control": "no-store"})
+
+
+async def stats_tables(request: Request) -> Response:
+    from ..analytics import charts
+    from ..analytics.tables import summary_line, tables
+
+    result = await run_in_threadpool(_history, request)
+    window = request.query_params.get("since")
+    query = "?" + urlencode({"since": window}) if window else ""
+    drawn = charts.available()
+    view = StatsView(
+        summary=summary_line(result),
+        tables=[
+            StatsTable(title=t.title, headers=t.headers, rows=t.rows, note=t.note)
+            for t in tables(result)
+        ],
+        pictures=[
+            StatsPicture(name=name, caption=caption, url=f"/v1/stats/pictures/{name}{query}")
+            for name, (caption, _) in charts.PICTURES.items()
+        ]
+        if drawn
+        else [],
+        note=None if drawn else charts.INSTALL_HINT,
+    )
+    return _json(view, headers={"Cache-Control": "no-store"})
+
+
+async def stats_picture(request: Request) -> Response:
+    from ..analytics import charts
+
+    name = request.path_params["name"]
+    if name not in charts.PICTURES:
+        raise Reply(404, f"no picture {name[:60]!r}")
+    if not charts.available():
+        raise Reply(501, charts.INSTALL_HINT)
+    draw = charts.PICTURES[name][1]
+
+    def render() -> bytes:
+        return draw(_history(request))
+
+    png = await run_in_threadpool(render)
+    return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+
 def _page(name: str) -> Any:
     async def serve(request: Request) -> Response:
         if "run_id" in request.path_params:
@@ -446,11 +515,15 @@ def create_app(settings: ServeSettings) -> Starlette:
         Route("/v1/councils/{run_id}/events", council_events, methods=["GET"]),
         Route("/v1/councils/{run_id}/cancel", cancel_council, methods=["POST"]),
         Route("/v1/runtimes", runtimes, methods=["GET"]),
+        Route("/v1/stats", get_stats, methods=["GET"]),
+        Route("/v1/stats/tables", stats_tables, methods=["GET"]),
+        Route("/v1/stats/pictures/{name}", stats_picture, methods=["GET"]),
         Route("/healthz", health, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/", _page("index.html"), methods=["GET"]),
         Route("/runs/{run_id}", _page("run.html"), methods=["GET"]),
         Route("/docs", _page("docs.html"), methods=["GET"]),
+        Route("/stats", _page("stats.html"), methods=["GET"]),
         Route("/login", _page("login.html"), methods=["GET"]),
         Mount("/assets", StaticFiles(directory=ASSETS), name="assets"),
     ]

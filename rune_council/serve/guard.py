@@ -16,7 +16,7 @@ TOKEN_COOKIE = "rune_council_token"
 # Static files and the health probe carry no council data; the login page needs its assets.
 _OPEN_PREFIXES = ("/assets/",)
 _OPEN_PATHS = {"/healthz"}
-_PAGES = ("/", "/docs", "/runs/")
+_PAGES = ("/", "/docs", "/stats", "/runs/")
 
 _SECURITY_HEADERS = [
     # No inline script or style anywhere: markup smuggled into a voice's answer cannot run.

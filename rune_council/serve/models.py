@@ -117,3 +117,27 @@ class Health(_Body):
     queued: int
     max_concurrent: int
     max_queued: int
+
+
+class StatsTable(_Body):
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+
+class StatsPicture(_Body):
+    name: str
+    caption: str
+    url: str = Field(description="Where the PNG is served, with the same window.")
+
+
+class StatsView(_Body):
+    """What the stats page shows: the CLI's tables and the pictures' addresses."""
+
+    summary: str
+    tables: list[StatsTable]
+    pictures: list[StatsPicture] = Field(
+        default_factory=list, description="Empty when matplotlib is not installed."
+    )
+    note: str | None = Field(default=None, description="Why there are no pictures, if so.")

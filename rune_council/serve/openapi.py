@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from ..analytics.aggregate import Stats
 from ..contract import SCHEMA_VERSION, CouncilResult
 from .models import (
     Accepted,
@@ -16,6 +17,7 @@ from .models import (
     Problem,
     RunPage,
     RuntimesView,
+    StatsView,
 )
 
 _REF = "#/components/schemas/{model}"
@@ -41,6 +43,15 @@ _RUN_ID = {
 }
 
 
+_SINCE = {
+    "name": "since",
+    "in": "query",
+    "required": False,
+    "description": "Only runs started in this window (30d, 12w, 36h) or since a date.",
+    "schema": {"type": "string"},
+}
+
+
 def document(version: str) -> dict[str, Any]:
     models: list[type[BaseModel]] = [
         CouncilCreate,
@@ -51,6 +62,8 @@ def document(version: str) -> dict[str, Any]:
         CancelResult,
         RuntimesView,
         Health,
+        Stats,
+        StatsView,
     ]
     _, defs = models_json_schema(
         [(m, "validation" if m is CouncilCreate else "serialization") for m in models],
@@ -143,6 +156,40 @@ def document(version: str) -> dict[str, Any]:
             "get": {
                 "summary": "What DETECT found, and the endpoints a council may name",
                 "responses": {"200": _json(RuntimesView, "Runtimes and endpoint names.")},
+            }
+        },
+        "/v1/stats": {
+            "get": {
+                "summary": "Statistics over the run history (rune council stats --json)",
+                "parameters": [_SINCE],
+                "responses": {
+                    "200": _json(Stats, "Consensus, families, runtimes, deliberation."),
+                    "400": _problem("since is neither a span nor a date."),
+                },
+            }
+        },
+        "/v1/stats/tables": {
+            "get": {
+                "summary": "The same statistics as the tables the stats page shows",
+                "parameters": [_SINCE],
+                "responses": {
+                    "200": _json(StatsView, "Tables and the pictures' addresses."),
+                    "400": _problem("since is neither a span nor a date."),
+                },
+            }
+        },
+        "/v1/stats/pictures/{name}": {
+            "get": {
+                "summary": "One statistics picture as PNG",
+                "parameters": [
+                    {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
+                    _SINCE,
+                ],
+                "responses": {
+                    "200": {"description": "The picture.", "content": {"image/png": {}}},
+                    "404": _problem("No picture of that name."),
+                    "501": _problem("matplotlib (rune-council[analytics]) is not installed."),
+                },
             }
         },
         "/healthz": {
