@@ -222,9 +222,18 @@ class ChainSpec(_Section):
     steps: list[SetupName] = Field(min_length=2, max_length=5)
 
 
+class CouncilSection(_Section):
+    """``[council]``: defaults for every council of this user or project."""
+
+    # Seconds after which the council stops waiting for stragglers once two confirmed
+    # families have answered (a request's own budget.deadline_s wins).
+    deadline: float | None = Field(default=None, gt=0, le=3600, strict=False)
+
+
 class CouncilFile(_Section):
     """One ``council.toml`` as written; every section optional."""
 
+    council: CouncilSection = CouncilSection()
     subagent: SubagentSection = SubagentSection()
     consent: ConsentSection = ConsentSection()
     env: EnvSection = EnvSection()
@@ -334,6 +343,7 @@ _TABLES_OF_TABLES: dict[str, type[BaseModel]] = {
 # Lists of tables inside a table of tables, by key: where an unknown key's nearest name is.
 _NESTED: dict[str, type[BaseModel]] = {"slots": SlotSpec}
 _SECTIONS: dict[str, type[BaseModel]] = {
+    "council": CouncilSection,
     "subagent": SubagentSection,
     "consent": ConsentSection,
     "env": EnvSection,
@@ -433,6 +443,7 @@ def untrusted_note(source: ConfigSource) -> str:
 
 def _merge(sources: list[tuple[ConfigSource, CouncilFile]]) -> CouncilConfig:
     subagent: dict[str, str | None] = {}
+    deadline: float | None = None
     consent: bool | None = None
     allow: list[str] = []
     runtimes: dict[str, RuntimeSpec] = {}
@@ -453,6 +464,9 @@ def _merge(sources: list[tuple[ConfigSource, CouncilFile]]) -> CouncilConfig:
             # Endpoint and model are one choice: a model belongs to the file's endpoint.
             subagent["endpoint"], subagent["model"] = sub.endpoint, sub.model
             origin["subagent.endpoint"] = where
+        if applied.council.deadline is not None:
+            deadline = applied.council.deadline
+            origin["council.deadline"] = where
         if applied.consent.allow_external is not None:
             consent = applied.consent.allow_external
             origin["consent"] = where
@@ -485,6 +499,7 @@ def _merge(sources: list[tuple[ConfigSource, CouncilFile]]) -> CouncilConfig:
             kept_out = []
     notes[:0] = [untrusted_note(s) for s, _ in sources if s.skipped]
     return CouncilConfig(
+        council=CouncilSection(deadline=deadline),
         subagent=SubagentSection(**subagent),
         consent=ConsentSection(allow_external=consent),
         env=EnvSection(allow=tuple(dict.fromkeys(allow))),

@@ -55,6 +55,9 @@ AttemptOutcome = Literal[
     "transport_error",
     "http_status",
     "malformed",
+    # 2.4: still running when the council's deadline passed with enough families answered;
+    # the voice was stopped and its slot left out of the verdict.
+    "late",
 ]
 # ``queued`` (2.2): accepted by a server that runs a bounded number of councils at once and
 # has not started this one yet; the file holds the request and no voices.
@@ -125,6 +128,21 @@ class Artifact(_Strict):
 class Budget(_Strict):
     per_voice_timeout_s: float = Field(default=180.0, gt=0, le=3600)
     max_output_bytes: int = Field(default=1_000_000, ge=1024, le=50_000_000)
+    deadline_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="2.4: once this many seconds have passed and at least two confirmed "
+        "families have answered, the council stops waiting: later voices are recorded late.",
+    )
+
+
+class PartialCouncil(_Strict):
+    """2.4: the verdict was reached at the deadline, without the voices still running."""
+
+    deadline_s: float
+    late_voice_ids: list[str] = Field(min_length=1)
+    detail: str
 
 
 # --------------------------------------------------------------------------- deliberation options
@@ -926,6 +944,21 @@ class CouncilResult(_Strict):
     verdict: VerdictMetadata | None = Field(
         default=None, description="Set when the run ends (2.1)."
     )
+    partial: PartialCouncil | None = Field(
+        default=None,
+        description="2.4: set when the deadline ended the wait; the stamp holds for the voices "
+        "that answered, and every place that shows it says the council was partial.",
+    )
+
+    def stamp_label(self) -> str | None:
+        """The stamp as every door shows it: partial councils say so beside it."""
+        if self.decorrelation is None:
+            return None
+        if self.partial is None:
+            return self.decorrelation
+        late = len(self.partial.late_voice_ids)
+        deadline = f"{self.partial.deadline_s:g} s"
+        return f"{self.decorrelation} (partial: {late} late at the {deadline} deadline)"
 
 
 class RuntimesFile(_Strict):

@@ -15,7 +15,7 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
     )
     used = result.runtime_report.used
     degraded = len(result.runtime_report.degraded_to_subagent)
-    stamp = result.decorrelation or f"(none: run {shown})"
+    stamp = result.stamp_label() or f"(none: run {shown})"
     lines = [
         f"## Council Result: {result.id}",
         f"- **Decorrelation**: {stamp}"

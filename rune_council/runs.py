@@ -188,6 +188,14 @@ class RunSummary:
     started_at: str
     duration_s: float | None
     problem: str | None = None
+    partial: bool = False  # the deadline ended the wait (contract 2.4)
+
+    @property
+    def stamp(self) -> str | None:
+        """The stamp as shown in a listing, marked when the council was partial."""
+        if self.decorrelation is None:
+            return None
+        return f"{self.decorrelation} (partial)" if self.partial else self.decorrelation
 
 
 def displayed_status(result: CouncilResult, *, host: str | None = None) -> tuple[str, str]:
@@ -223,6 +231,7 @@ def summarise(path: Path, *, host: str | None = None) -> RunSummary:
         voices_requested=result.voices_requested,
         started_at=result.started_at,
         duration_s=seconds_between(result.started_at, end) if end else None,
+        partial=result.partial is not None,
     )
 
 

@@ -40,6 +40,14 @@ def run_command(
         Path | None, typer.Option(help="A file the voices critique or review, inlined.")
     ] = None,
     timeout: Annotated[float, typer.Option(help="Per-voice timeout in seconds.")] = 180.0,
+    deadline: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds after which the council stops waiting for stragglers once two "
+            "confirmed families have answered; the verdict says it is partial "
+            "(default: [council] deadline in council.toml, else none)."
+        ),
+    ] = None,
     run_id: Annotated[str | None, typer.Option("--id", help="Run id (a safe file name).")] = None,
     subagent_cmd: Annotated[
         str | None,
@@ -154,6 +162,8 @@ def run_command(
             "question": question,
             "budget": {"per_voice_timeout_s": timeout},
         }
+        if deadline is not None:
+            request["budget"]["deadline_s"] = deadline
         if mode is not None:
             request["mode"] = mode
         if n is not None:

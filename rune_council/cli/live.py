@@ -167,7 +167,7 @@ class Board:
 
 def _outcome(result: CouncilResult) -> str:
     if result.status == "complete":
-        stamp = result.decorrelation or "no stamp"
+        stamp = result.stamp_label() or "no stamp"
         return (
             f"{result.status}: {stamp}, {result.voices_valid}/{result.voices_requested} valid, "
             f"{len(result.voices_dropped)} dropped"

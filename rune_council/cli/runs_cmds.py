@@ -125,7 +125,7 @@ def report(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
 
 def _summary(result: CouncilResult) -> str:
     dropped = len(result.voices_dropped)
-    stamp = f"{result.decorrelation}, " if result.decorrelation else ""
+    stamp = f"{result.stamp_label()}, " if result.decorrelation else ""
     return (
         f"run {result.id} {result.status}: {stamp}{result.voices_valid}/"
         f"{result.voices_requested} valid, {dropped} dropped"
@@ -326,6 +326,7 @@ def list_command(
                         "question": r.question,
                         "status": r.status,
                         "decorrelation": r.decorrelation,
+                        "partial": r.partial,
                         "voices_valid": r.voices_valid,
                         "voices_requested": r.voices_requested,
                         "started_at": r.started_at or None,
@@ -344,7 +345,7 @@ def list_command(
         return
     width = max(len("id"), *(len(r.run_id) for r in rows))
     typer.echo(
-        f"{'id':<{width}}  {'status':<10} {'decorrelation':<16} {'voices':>6} "
+        f"{'id':<{width}}  {'status':<10} {'decorrelation':<26} {'voices':>6} "
         f"{'duration':>8}  question"
     )
     for r in rows:
@@ -354,7 +355,7 @@ def list_command(
             question = r.problem
         typer.echo(
             plain(
-                f"{r.run_id:<{width}}  {r.status:<10} {r.decorrelation or '-':<16} {voices:>6} "
+                f"{r.run_id:<{width}}  {r.status:<10} {r.stamp or '-':<26} {voices:>6} "
                 f"{_duration(r.duration_s):>8}  {question}"
             )
         )

@@ -87,7 +87,7 @@ class RunLog:
         result.status = "complete"
         result.finished_at = now()
         result.verdict = verdict_metadata(result)
-        self.emit("council.result", detail=f"{result.decorrelation}, {result.voices_valid} valid")
+        self.emit("council.result", detail=f"{result.stamp_label()}, {result.voices_valid} valid")
 
     def abandon(self, status: RunStatus, note: str) -> None:
         """End the run early (cancelled or failed), keeping every voice that completed."""

@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import runlock
-from ..contract import CouncilResult, Orchestrator, PerspectiveRequest
+from ..contract import CouncilResult, Orchestrator, PartialCouncil, PerspectiveRequest
 from ..paths import RuneDir
 from ..recorder import RunRecorder
 from ..runtimes import lineage
 from ..stages.allocate import Allocation, Candidate, allocate
-from ..stages.dispatch import dispatch
+from ..stages.dispatch import dispatch, late_voice_ids
 from ..stages.verdict import reach_verdict
 from . import templates
 from .lifecycle import RunLog, now, run_blocking
@@ -57,7 +57,9 @@ async def _convene(req: PerspectiveRequest, opts: CouncilOptions) -> CouncilResu
     where = RuneDir.resolve(opts.rune_dir)
     run_path = claim_run_file(where, req.id, opts.overwrite)
     env = dict(os.environ) if opts.env is None else dict(opts.env)
-    seats = await seat(opts, where, env, _config(opts, where, env))
+    config = _config(opts, where, env)
+    req = _with_config_defaults(req, config)
+    seats = await seat(opts, where, env, config)
     try:
         plan = _plan(req, seats, artifact)
         run = _skeleton(req, plan, seats, artifact, run_path, opts)
@@ -97,6 +99,16 @@ def _config(options: CouncilOptions, where: RuneDir, env: Mapping[str, str]) -> 
         # The caller's voices replace everything council.toml would seat, subagent included.
         return CouncilConfig()
     return load_config(where, env)
+
+
+def _with_config_defaults(req: PerspectiveRequest, config: CouncilConfig) -> PerspectiveRequest:
+    """``[council]`` defaults the request left open, written into it so the run file shows
+    what was in effect."""
+    deadline = config.council.deadline
+    if deadline is None or req.budget.deadline_s is not None:
+        return req
+    budget = req.budget.model_copy(update={"deadline_s": deadline})
+    return req.model_copy(update={"budget": budget})
 
 
 def _candidates(runtimes: Sequence[Runtime]) -> list[Candidate]:
@@ -166,6 +178,15 @@ async def _execute(run: RunLog, plan: Allocation, seats: Seating) -> None:
         lambda voice, detail: run.emit("voice.status", voice, detail),
         prefer=run.result.request.diversity.prefer_model_families,
     )
+    late = late_voice_ids(plan.voices)
+    deadline = run.result.request.budget.deadline_s
+    if late and deadline is not None:
+        detail = (
+            f"the {deadline:g} s deadline passed with two confirmed families in: "
+            f"{', '.join(late)} stopped and left out of the verdict"
+        )
+        run.result.partial = PartialCouncil(deadline_s=deadline, late_voice_ids=late, detail=detail)
+        run.result.notes.append(f"partial council: {detail}")
 
 
 def _judge(run: RunLog, artifact: Artifact) -> None:

@@ -202,7 +202,7 @@ class CouncilServer:
             "question": args.question,
             "mode": args.mode,
             "n": args.n,
-            "budget": {"per_voice_timeout_s": args.timeout_s},
+            "budget": {"per_voice_timeout_s": args.timeout_s, "deadline_s": args.deadline_s},
             "diversity": {"prefer_model_families": args.prefer_families},
         }
         if args.artifact_text is not None and args.artifact_path is not None:
@@ -270,6 +270,7 @@ class CouncilServer:
                 question=r.question,
                 status=r.status,
                 decorrelation=r.decorrelation,
+                partial=r.partial,
                 voices_valid=r.voices_valid,
                 voices_requested=r.voices_requested,
                 started_at=r.started_at or None,
@@ -282,7 +283,7 @@ class CouncilServer:
         if not rows:
             return f"No runs in {self.where.council_dir}.", RunList(runs=[])
         lines = [
-            f"- {r.id}: {r.status}, {r.decorrelation or '-'}, "
+            f"- {r.id}: {r.status}, {r.decorrelation or '-'}{' (partial)' if r.partial else ''}, "
             f"{r.voices_valid}/{r.voices_requested} valid — {r.problem or r.question[:120]}"
             for r in rows
         ]

@@ -71,6 +71,13 @@ class ConveneArgs(_Args):
     timeout_s: float = Field(
         default=180.0, gt=0, le=3600, description="Per-voice timeout in seconds."
     )
+    deadline_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="Stop waiting for stragglers after this many seconds once two confirmed "
+        "families have answered; the result is then marked partial.",
+    )
     id: str | None = Field(
         default=None,
         description="Run id (A-Z a-z 0-9 . _ -); default: a fresh timestamped id.",
@@ -118,6 +125,7 @@ class RunRow(BaseModel):
     question: str
     status: str
     decorrelation: str | None
+    partial: bool = False
     voices_valid: int
     voices_requested: int
     started_at: str | None

@@ -328,6 +328,7 @@ async def list_councils(request: Request) -> Response:
             # only the statuses the contract knows, and pydantic rejects any other here.
             status=r.status,  # type: ignore[arg-type]
             decorrelation=r.decorrelation,
+            partial=r.partial,
             voices_valid=r.voices_valid,
             voices_requested=r.voices_requested,
             started_at=r.started_at,

@@ -67,6 +67,7 @@ class RunRow(_Body):
     question: str
     status: RowStatus
     decorrelation: str | None = None
+    partial: bool = Field(default=False, description="The deadline ended the wait (2.4).")
     voices_valid: int
     voices_requested: int
     started_at: str

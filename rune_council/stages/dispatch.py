@@ -9,11 +9,17 @@ A slot whose voice failed goes first to an idle runtime of a family the council 
 hold yet, then to any idle runtime or endpoint model, and only then to the subagent; the
 choice is ALLOCATE's rule run again (``allocate.reseat``), and the slot keeps its role.
 At most ``MAX_TAKEOVERS`` idle runtimes are tried per slot before the subagent.
+
+With a deadline (``Budget.deadline_s``) the wait ends early: once the deadline has passed
+and at least two confirmed families have answered, every slot still running is stopped
+(cancelling a runtime's ``ask`` kills its process tree) and recorded ``late``. Without two
+such families the slots run on to their own timeouts, as without a deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Mapping
 
 from ..answer import answer_problem
@@ -241,17 +247,70 @@ async def dispatch(
     where a failed slot goes before the subagent.
     """
     seats = Seats(voices, runtimes, subagent, prefer or [])
-    tasks = [
+    started = time.monotonic()
+    tasks: dict[asyncio.Future[Voice], Voice] = {
         asyncio.ensure_future(
             run_slot(v, prompts[v.id], runtimes.get(v.runtime), subagent, budget, on_change, seats)
-        )
+        ): v
         for v in voices
-    ]
+    }
     try:
-        await asyncio.gather(*tasks)
+        if budget.deadline_s is None:
+            await asyncio.gather(*tasks)
+        else:
+            late = await _wait_for_enough(tasks, budget.deadline_s)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+            elapsed = time.monotonic() - started
+            for task in late:
+                _record_late(tasks[task], budget.deadline_s, elapsed, on_change)
     except BaseException:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
     return voices
+
+
+def confirmed_families_answered(voices: list[Voice]) -> set[str]:
+    return {
+        v.model_family
+        for v in voices
+        if v.status == "complete" and v.family_confidence == "confirmed"
+    }
+
+
+async def _wait_for_enough(
+    tasks: Mapping[asyncio.Future[Voice], Voice], deadline_s: float
+) -> set[asyncio.Future[Voice]]:
+    """The slots still running once the deadline has passed with two confirmed families in;
+    empty when every slot ended first."""
+    _done, pending = await asyncio.wait(tasks, timeout=deadline_s)
+    while pending and len(confirmed_families_answered(list(tasks.values()))) < 2:
+        _done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+    return pending
+
+
+def _record_late(voice: Voice, deadline_s: float, elapsed_s: float, on_change: OnChange) -> None:
+    reason = (
+        f"late: still running at the {deadline_s:g} s deadline ({elapsed_s:.1f} s elapsed) "
+        "with two confirmed families already in; stopped"
+    )
+    voice.attempts.append(
+        Attempt(
+            runtime=voice.runtime,
+            source=voice.source,
+            outcome="late",
+            detail=reason,
+            latency_ms=round(elapsed_s * 1000),
+            model=voice.model,
+        )
+    )
+    _drop(voice, reason)
+    on_change(voice, reason)
+
+
+def late_voice_ids(voices: list[Voice]) -> list[str]:
+    """Slots the deadline cut short, in slot order."""
+    return [v.id for v in voices if v.attempts and v.attempts[-1].outcome == "late"]

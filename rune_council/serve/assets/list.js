@@ -10,7 +10,8 @@ function row(run) {
     labelled(el("td", {}, badge(run.status)), "Status"),
     labelled(el("td", {}, el("a", { href: "/runs/" + encodeURIComponent(run.id) },
       run.question || run.id), el("div", { class: "muted" }, run.id)), "Question"),
-    labelled(el("td", {}, run.decorrelation ? badge(run.decorrelation) : ""), "Stamp"),
+    labelled(el("td", {}, run.decorrelation ? badge(run.decorrelation) : "",
+      run.partial ? el("span", { class: "muted" }, " partial") : null), "Stamp"),
     labelled(el("td", { class: "num" }, run.voices_valid + "/" + run.voices_requested), "Voices"),
     labelled(el("td", { class: "num", "data-started": running ? run.started_at : null }, time), "Time"),
     labelled(el("td", { class: "muted" }, (run.started_at || "").replace("T", " ").slice(0, 19)), "Started"));

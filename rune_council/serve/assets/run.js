@@ -74,6 +74,7 @@ function stampBlock(run) {
   const stamp = run.decorrelation || run.status;
   return el("div", { id: "stamp" },
     el("span", { class: "stamp s-" + stamp }, stamp),
+    run.partial ? el("div", { class: "partial" }, "Partial council: " + run.partial.detail) : null,
     el("div", { class: "muted" },
       "families: " + ((run.distinct_families || []).join(", ") || "none") +
       " · valid voices " + run.voices_valid + "/" + run.voices_requested +
