@@ -13,6 +13,7 @@ from ..errors import ExitCode, exit_code_for
 from . import (
     council_cmds,  # noqa: F401  (registers the commands)
     demo_cmd,  # noqa: F401
+    doctor_cmd,  # noqa: F401
     endpoint_cmds,  # noqa: F401
     install_cmd,  # noqa: F401
     mcp_cmd,  # noqa: F401
