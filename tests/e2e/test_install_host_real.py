@@ -6,7 +6,8 @@ arguments out of the expanded command the host sent and calls the council's MCP 
 the command tells it to. The host starts the installed MCP server, the council runs (its
 voices are fake CLIs run as real processes), and the host hands the result back to the model
 in its next request, where the test reads it. The question carries quotes, `$(...)` and
-backticks; it must reach the run file as text, and nothing in it may run.
+backticks; it must reach the run file as text, and nothing in it may run. Codex gets a
+narrower test (see its docstring).
 """
 
 from __future__ import annotations
@@ -272,3 +273,60 @@ def test_gemini_slash_command_convenes_the_council_through_the_installed_server(
     # The user's own settings are kept through install and uninstall alike.
     _install("gemini", env, "--uninstall")
     assert json.loads(settings.read_text()) == users_own
+
+
+# --------------------------------------------------------------------------- Codex
+
+
+def test_codex_reads_the_installed_rune_skill_and_mcp_server(tmp_path: Path) -> None:
+    """Codex 0.171 offers MCP tools only behind its own tool search, which the loopback
+    server does not speak, so here the real codex shows that it reads what the install
+    wrote: the server entry as ``codex mcp get`` parses it, and the ``$rune`` skill and the
+    arguments reaching the model when the user mentions it."""
+    codex, node = node_bin_dir() / "codex", shutil.which("node")
+    if not codex.exists() or node is None:
+        pytest.fail(f"codex or node not found: {INSTALL_HINT}", pytrace=False)
+    typed = TYPED.replace("/rune", "$rune", 1)
+    with ModelServer(keep_bodies=True) as server:
+        env = _host_env(tmp_path, server, _voices(tmp_path))
+        config = Path(env["CODEX_HOME"]) / "config.toml"
+        users_own = config.read_bytes()
+        _install("codex", env)
+        shown = subprocess.run(
+            [node, str(codex), "mcp", "get", "council", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        out = subprocess.run(
+            [node, str(codex), "exec", "--skip-git-repo-check", "--ephemeral", "--json"],
+            input=typed,
+            cwd=_project(tmp_path),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        requests = _model_requests(server, "openai-responses")
+
+    assert shown.returncode == 0, shown.stderr
+    server_entry = json.loads(shown.stdout)
+    assert server_entry["enabled"] is True
+    transport = server_entry["transport"]
+    assert [transport["command"], *transport["args"]] == [
+        sys.executable,
+        "-m",
+        "rune_council.cli",
+        "council",
+        "mcp",
+    ]
+    assert server_entry["tool_timeout_sec"] >= 600
+
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
+    sent = json.dumps(requests[0].body)
+    assert json.dumps(typed)[1:-1] in sent  # the user's message, every character as typed
+    assert "<name>rune</name>" in sent and "Start with the stamp" in sent
+
+    _install("codex", env, "--uninstall")
+    assert config.read_bytes() == users_own
