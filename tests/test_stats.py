@@ -406,3 +406,15 @@ def test_without_the_extra_the_numbers_still_print_and_the_extra_is_named(
     page_text = (tmp_path / "s.html").read_text()
     assert "rune-council[analytics]" in page_text and "data:image/png" not in page_text
     assert "75% (3/4)" in page_text
+
+
+def test_a_run_file_far_bigger_than_any_council_is_skipped_not_fatal(rune: Path) -> None:
+    # The contract does not cap the number of voices; the digest does (500 calls).
+    path = rune / "council" / "run-a.json"
+    doc = json.loads(path.read_text())
+    doc["voices"] = doc["voices"] * 200
+    path.write_text(json.dumps(doc))
+    s = stats([RuneDir(rune)])
+    assert s.files.runs == 3 and s.files.skipped == 3
+    reasons = {Path(f.file).name: f.reason for f in s.files.skipped_files}
+    assert "holds more than a council run" in reasons["run-a.json"]

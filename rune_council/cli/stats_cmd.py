@@ -29,21 +29,29 @@ from .app import council_app, council_errors
 def stats_command(
     since: Annotated[
         str | None,
-        typer.Option(help="Only runs started in this window (30d, 12w, 36h) or since a date."),
+        typer.Option(
+            metavar="SPAN|DATE",
+            help="Only runs started in this window (30d, 12w, 36h) or since a date.",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
     png: Annotated[
         Path | None,
-        typer.Option(help="Write the pictures as PNG files into this directory."),
+        typer.Option(metavar="DIR", help="Write the pictures as PNG files into this directory."),
     ] = None,
     html_file: Annotated[
         Path | None,
-        typer.Option("--html", help="Write one self-contained HTML page with tables and pictures."),
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Write one self-contained HTML page with tables and pictures.",
+        ),
     ] = None,
     rune_dir: Annotated[
         list[Path] | None,
         typer.Option(
-            help="A rune dir to read (repeatable; default ./.rune, or $RUNE_COUNCIL_DIR)."
+            metavar="DIR",
+            help="A rune dir to read (repeatable; default ./.rune, or $RUNE_COUNCIL_DIR).",
         ),
     ] = None,
 ) -> None:
