@@ -950,6 +950,10 @@ class CouncilResult(_Strict):
         "that answered, and every place that shows it says the council was partial.",
     )
 
+    prompt_cost: PromptCost | None = Field(
+        default=None, description="2.4: the size of every prompt sent, by stage and runtime."
+    )
+
     def stamp_label(self) -> str | None:
         """The stamp as every door shows it: partial councils say so beside it."""
         if self.decorrelation is None:
@@ -959,6 +963,25 @@ class CouncilResult(_Strict):
         late = len(self.partial.late_voice_ids)
         deadline = f"{self.partial.deadline_s:g} s"
         return f"{self.decorrelation} (partial: {late} late at the {deadline} deadline)"
+
+
+class PromptUse(_Strict):
+    """2.4: what one runtime was sent during one stage of the council."""
+
+    stage: Literal["answer", "deliberation", "chair"]
+    runtime: str
+    prompts: int
+    bytes: int
+    tokens_est: int
+
+
+class PromptCost(_Strict):
+    """2.4: every prompt the council sent, by stage and runtime, and the totals. Tokens are
+    estimated (UTF-8 bytes / 4, rounded up): a model's own tokenizer will differ."""
+
+    bytes: int = 0
+    tokens_est: int = 0
+    by_use: list[PromptUse] = Field(default_factory=list)
 
 
 class RuntimesFile(_Strict):

@@ -255,10 +255,13 @@ def test_a_concurrent_reader_sees_every_transition_in_order_and_never_a_torn_fil
         thread.join()
     assert not errors
     first, last = snapshots[0], snapshots[-1]
-    assert first["status"] == "running"
-    assert {v["status"] for v in first["voices"]} == {"queued"}
-    assert last["status"] == "complete"
     order = {"queued": 0, "running": 1, "complete": 2, "dropped": 3}
+    assert first["status"] == "running"
+    # The skeleton (every slot queued) is replaced within a millisecond by the first
+    # dispatch, so a busy machine may not schedule the reader in between; what it must see
+    # first is a run where no voice has finished (the quickest takes 0.3 s).
+    assert {v["status"] for v in first["voices"]} <= {"queued", "running"}
+    assert last["status"] == "complete"
     for index in range(3):
         states = [s["voices"][index]["status"] for s in snapshots]
         ranks = [order[s] for s in states]

@@ -23,6 +23,7 @@ from ..stages.dispatch import dispatch, late_voice_ids
 from ..stages.verdict import reach_verdict
 from . import templates
 from .lifecycle import RunLog, now, run_blocking
+from .metering import MeteredRuntime, PromptMeter, metered
 from .options import CouncilOptions
 from .request import Artifact, claim_run_file, parse_request, read_artifact, refuse_unserved
 from .seating import Seating, as_runtime, seat
@@ -59,16 +60,20 @@ async def _convene(req: PerspectiveRequest, opts: CouncilOptions) -> CouncilResu
     env = dict(os.environ) if opts.env is None else dict(opts.env)
     config = _config(opts, where, env)
     req = _with_config_defaults(req, config)
-    seats = await seat(opts, where, env, config)
+    meter = PromptMeter()
+    seats = metered(await seat(opts, where, env, config), meter)
     try:
         plan = _plan(req, seats, artifact)
         run = _skeleton(req, plan, seats, artifact, run_path, opts)
         heartbeat = asyncio.ensure_future(run.heartbeat())
         try:
             await _execute(run, plan, seats)
+            run.result.prompt_cost = meter.cost()
             _judge(run, artifact)
             if req.deliberation is not None:
-                await _deliberate(run, req, artifact, plan, seats, opts)
+                meter.stage = "deliberation"
+                await _deliberate(run, req, artifact, plan, seats, opts, meter)
+                run.result.prompt_cost = meter.cost()
             run.complete()
         except asyncio.CancelledError:
             run.abandon("cancelled", "the run was cancelled; completed voices are kept")
@@ -206,6 +211,7 @@ async def _deliberate(
     plan: Allocation,
     seats: Seating,
     options: CouncilOptions,
+    meter: PromptMeter,
 ) -> None:
     """The optional stages after ARBITRATE, reporting through the run's event stream."""
     from ..deliberation.runner import Hooks, deliberate
@@ -218,7 +224,11 @@ async def _deliberate(
         prompts=plan.prompts,
         runtimes=seats.by_name,
         subagent=seats.subagent,
-        orchestrator=as_runtime(given, name="orchestrator") if given is not None else None,
+        orchestrator=(
+            MeteredRuntime(as_runtime(given, name="orchestrator"), meter, "chair")
+            if given is not None
+            else None
+        ),
         hooks=Hooks(
             emit=lambda detail: run.emit("deliberation.status", detail=detail),
             voice_change=lambda voice, detail: run.emit("voice.status", voice, detail),
