@@ -78,8 +78,10 @@ def install_command(
         verb = would if dry_run else done
         detail = f" — {change.detail}" if change.detail else ""
         typer.echo(plain(f"{verb:<13} {change.path}  ({change.what}{detail})"))
-    for note in outcome.notes:
-        typer.echo(plain(note))
+    # A no-op install need not repeat the advice; an uninstall's notes say why it did nothing.
+    if outcome.changed or outcome.uninstall:
+        for note in outcome.notes:
+            typer.echo(plain(note))
     where = f"{outcome.host} ({outcome.scope})"
     if not outcome.changed:
         summary = f"nothing to change for {where}"

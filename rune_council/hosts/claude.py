@@ -70,4 +70,9 @@ def layout(places: Places, scope: Scope) -> Layout:
         ),
         manifest=manifest_path(places, scope, HOST),
         usage='/rune council "<question>"',
+        notes=(
+            ("Claude Code asks once before it starts a server from a project's .mcp.json.",)
+            if scope == "project"
+            else ()
+        ),
     )

@@ -84,8 +84,13 @@ def layout(places: Places, scope: Scope) -> Layout:
         manifest=manifest_path(places, scope, HOST),
         usage='/rune council "<question>"',
         notes=(
-            ("Gemini CLI loads a project's commands and settings only in a folder you trust.",)
-            if scope == "project"
-            else ()
+            *(
+                ("Gemini CLI loads a project's commands and settings only in a folder you trust.",)
+                if scope == "project"
+                else ()
+            ),
+            "Gemini CLI passes MCP servers no variable named like a key or token: list the ones "
+            "your AI CLIs need (e.g. OPENAI_API_KEY) under security.environmentVariableRedaction"
+            ".allowed in settings.json.",
         ),
     )

@@ -280,7 +280,7 @@ def uninstall(
     places = Places.from_env(env, cwd)
     layout = _layout(host, places, scope)
     old = load(layout.manifest, host, scope)
-    notes: tuple[str, ...] = layout.notes
+    notes: tuple[str, ...] = ()
     if old is None:
         notes = (f"nothing is recorded as installed for {host} ({scope}) in {layout.manifest}",)
         return Outcome(host, scope, True, dry_run, (), layout.usage, layout.manifest, notes)

@@ -71,9 +71,10 @@ def _voices(tmp_path: Path) -> Path:
     return voices
 
 
-def _install(host: str, env: dict[str, str], *extra: str) -> str:
+def _install(host: str, env: dict[str, str], *extra: str, cwd: Path | None = None) -> str:
     out = subprocess.run(
         [sys.executable, "-m", "rune_council.cli", "council", "install", host, *extra],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -148,8 +149,9 @@ def _claude_tools(body: dict[str, Any]) -> set[str]:
     return {t.get("name") for t in body.get("tools", [])}
 
 
+@pytest.mark.parametrize("scope", ["user", "project"])
 def test_claude_slash_command_convenes_the_council_through_the_installed_server(
-    tmp_path: Path,
+    tmp_path: Path, scope: str
 ) -> None:
     claude = node_bin_dir() / "claude"
     if not claude.exists():
@@ -169,8 +171,12 @@ def test_claude_slash_command_convenes_the_council_through_the_installed_server(
         server.tool_calls[ANTHROPIC] = model
         server.answers[ANTHROPIC] = FINAL
         env = _host_env(tmp_path, server, voices)
-        installed = _install("claude", env)
-        assert 'installed rune-council into claude (user): /rune council "<question>"' in installed
+        extra = ("--project",) if scope == "project" else ()
+        installed = _install("claude", env, *extra, cwd=project)
+        usage = f'installed rune-council into claude ({scope}): /rune council "<question>"'
+        assert usage in installed
+        where = project if scope == "project" else Path(env["HOME"])
+        assert (where / ".claude" / "commands" / "rune.md").is_file()
         # Print mode connects MCP servers in the background unless told to wait for them.
         env["MCP_CONNECTION_NONBLOCKING"] = "0"
         out = subprocess.run(
@@ -242,7 +248,11 @@ def test_gemini_slash_command_convenes_the_council_through_the_installed_server(
         server.answers[GEMINI] = FINAL
         env = _host_env(tmp_path, server, voices)
         settings = Path(env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json"
+        # Gemini CLI hands its MCP servers no variable whose name looks like a secret unless
+        # the user allows it; the codex voice reads its provider's key from OPENAI_API_KEY.
         users_own = json.loads(settings.read_text())
+        users_own["security"]["environmentVariableRedaction"] = {"allowed": ["OPENAI_API_KEY"]}
+        settings.write_text(json.dumps(users_own))
         _install("gemini", env)
         out = subprocess.run(
             [node, str(gemini), "-o", "json", "--skip-trust", "-p", TYPED],
