@@ -36,6 +36,7 @@ from .contract import (
 from .runtime import ReplyCheck, RuntimeReply
 
 __all__ = [
+    "AnswerEcho",
     "Failure",
     "ScriptedCouncil",
     "ScriptedRuntime",
@@ -209,6 +210,27 @@ def answer_for(
     if fenced:
         return f"Here is my answer.\n```json\n{body}\n```\nThanks."
     return body
+
+
+def question_in(prompt: str) -> str:
+    """The question a council prompt asks (what a voice echoes back)."""
+    _head, sep, rest = prompt.partition("Question:\n")
+    if not sep:
+        raise ValueError("the prompt asks no question")
+    return rest.split("\n\nEvidence rules:", 1)[0]
+
+
+@dataclass(frozen=True)
+class AnswerEcho:
+    """A step that answers whatever question the prompt asks, with this stance and these
+    claims: one scripted voice serves a whole batch of different questions. It is a plain
+    value, so it pickles (a Ray task can carry it)."""
+
+    stance: str = "NO"
+    claims: tuple[Mapping[str, Any], ...] = ()
+
+    def __call__(self, prompt: str) -> str:
+        return answer_for(question_in(prompt), self.stance, self.claims)
 
 
 class ScriptedCouncil:

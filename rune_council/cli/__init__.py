@@ -11,7 +11,8 @@ import sys
 
 from ..errors import ExitCode, exit_code_for
 from . import (
-    council_cmds,  # noqa: F401  (registers the commands)
+    batch_cmd,  # noqa: F401  (registers the commands)
+    council_cmds,  # noqa: F401
     demo_cmd,  # noqa: F401
     doctor_cmd,  # noqa: F401
     endpoint_cmds,  # noqa: F401

@@ -9,6 +9,8 @@ FAKE_MODE (default ``answer``):
     answer           read all of stdin, sleep FAKE_SLEEP_S (default 0), print the answer, exit
                      with FAKE_EXIT_CODE (default 0)
     echo_stdin       like ``answer``, but the answer is the text received on stdin
+    answer_question  like ``answer``, with __QUESTION__ in the answer replaced by the
+                     question the prompt on stdin asks (one fake answers a whole batch)
     silent           read all of stdin, print nothing, exit with FAKE_EXIT_CODE (default 0)
     sleep            do not read stdin; sleep FAKE_SLEEP_S (default 3600), then exit with
                      FAKE_EXIT_CODE (default 0)
@@ -288,6 +290,13 @@ def _upgrade_demand() -> int:
     return 0
 
 
+def _answer_to(prompt: str) -> str:
+    """The answer text with __QUESTION__ replaced by the question the prompt asks (JSON
+    string-escaped), so one fake serves every question of a batch."""
+    question = prompt.partition("Question:\n")[2].split("\n\nEvidence rules:", 1)[0]
+    return _answer_text().replace("__QUESTION__", json.dumps(question)[1:-1])
+
+
 def main() -> int:
     mode = _env("FAKE_MODE", "answer")
     _record_pid("child", os.getpid())
@@ -301,11 +310,13 @@ def main() -> int:
         _fork_grandchild()
         mode = "answer"
 
-    if mode in ("answer", "echo_stdin"):
+    if mode in ("answer", "echo_stdin", "answer_question"):
         received = _read_stdin()
         _sleep("0")
         if mode == "echo_stdin":
             answer = received.decode("utf-8", "surrogateescape")
+        elif mode == "answer_question":
+            answer = _answer_to(received.decode("utf-8", "replace"))
         else:
             answer = _answer_text()
         _write(1, _format(answer))

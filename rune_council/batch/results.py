@@ -1,0 +1,138 @@
+"""``results.jsonl``: one line per item as it ends, and the running counts for the summary.
+
+Each line is written whole and flushed as soon as its item ends, so the file is readable
+at any moment and a batch stopped by Ctrl-C leaves every line it wrote complete. Nothing
+keeps the rows once written: the summary needs only the counts in ``Tally`` and the first
+few problems.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from ..contract import CouncilResult
+from ..runs import seconds_between
+
+Status = Literal["complete", "failed", "cancelled", "busy", "invalid"]
+# complete: the council finished (now or in an earlier run that still verifies)
+# failed: it raised, or an earlier run failed and --retry-failed was not given
+# cancelled: the batch was stopped while it ran; the next run picks it up
+# busy: another council holds its run id right now; left alone
+# invalid: the line is not an item; it never ran
+PROBLEMS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class Row:
+    """One item's outcome, as written to ``results.jsonl``."""
+
+    id: str | None
+    line: int
+    status: Status
+    stamp: str | None = None
+    consensus: int | None = None
+    needs_decision: bool | None = None
+    voices_valid: int | None = None
+    duration_s: float | None = None
+    run_file: str | None = None
+    resumed: bool = False
+    error: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Row:
+        data: dict[str, Any] = json.loads(text)
+        return cls(**data)
+
+
+def row_for(result: CouncilResult, line: int, run_file: Path, *, resumed: bool = False) -> Row:
+    """The row for a council that ran to an end (any end) and wrote ``run_file``."""
+    status: Status
+    if result.status == "complete":
+        status = "complete"
+    elif result.status == "cancelled":
+        status = "cancelled"
+    else:
+        status = "failed"
+    error = None
+    if status != "complete":
+        error = result.notes[-1] if result.notes else f"the run ended {result.status}"
+    return Row(
+        id=result.id,
+        line=line,
+        status=status,
+        stamp=result.decorrelation,
+        consensus=len(result.agreement.consensus_claims),
+        needs_decision=result.needs_decision,
+        voices_valid=result.voices_valid,
+        duration_s=seconds_between(result.started_at, result.finished_at),
+        run_file=str(run_file),
+        resumed=resumed,
+        error=error,
+    )
+
+
+@dataclass
+class Tally:
+    """Counts over every row so far, and the first problems by line."""
+
+    by_status: Counter[str] = field(default_factory=Counter)
+    by_stamp: Counter[str] = field(default_factory=Counter)
+    resumed: int = 0
+    needs_decision: int = 0
+    problems: list[Row] = field(default_factory=list)
+
+    def add(self, row: Row) -> None:
+        self.by_status[row.status] += 1
+        if row.resumed:
+            self.resumed += 1
+        if row.status == "complete":
+            self.by_stamp[row.stamp or "no stamp"] += 1
+            if row.needs_decision:
+                self.needs_decision += 1
+        elif len(self.problems) < PROBLEMS_SHOWN:
+            self.problems.append(row)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_status.values())
+
+    @property
+    def all_complete(self) -> bool:
+        return self.total == self.by_status["complete"]
+
+
+class ResultsFile:
+    """The results of one batch run, written line by line (the file is replaced whole
+    at the start: a run's file covers every line of the items file it read)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: TextIO | None = None
+
+    def __enter__(self) -> ResultsFile:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("w", encoding="utf-8")
+        return self
+
+    def write(self, row: Row) -> None:
+        assert self._fh is not None, "results file not open"
+        self._fh.write(row.to_json() + "\n")
+        self._fh.flush()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def read_rows(path: Path) -> list[Row]:
+    """Every row of a results file (for tests and tools; a batch never reads its own)."""
+    with path.open(encoding="utf-8") as fh:
+        return [Row.from_json(line) for line in fh if line.strip()]

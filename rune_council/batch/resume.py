@@ -1,0 +1,79 @@
+"""What a rerun does with an item, judged from the run file an earlier run left.
+
+The rule, once for the local and the Ray runner:
+
+- no run file: run it;
+- complete, asked the same request, and ``verify`` reproduces it: keep it (not run again);
+- complete but the item asks something else now: run it again over the old file;
+- complete but it does not verify, failed, or unreadable: a failure, run again only with
+  ``--retry-failed``;
+- cancelled, or abandoned (its writer is gone): run it again;
+- still running in a live process: busy, left alone (the run-id lock would refuse anyway).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..council import parse_request
+from ..errors import RunFileError
+from ..runs import liveness, load
+from ..verify import verify
+from .results import Row, row_for
+
+Action = Literal["run", "rerun", "keep", "busy"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    row: Row | None = None  # the row to report when nothing runs
+    why: str = ""
+
+
+def _failed_row(run_id: str, line: int, path: Path, error: str) -> Row:
+    return Row(id=run_id, line=line, status="failed", run_file=str(path), resumed=True, error=error)
+
+
+def decide(
+    run_id: str, line: int, path: Path, request: dict[str, Any], *, retry_failed: bool
+) -> Decision:
+    """``request`` is the item's request with its artifact read (what the council would get)."""
+    if not path.exists():
+        return Decision("run")
+    failed: Action = "rerun" if retry_failed else "keep"
+    try:
+        recorded = load(path)
+    except RunFileError as exc:
+        return Decision(failed, _failed_row(run_id, line, path, str(exc)))
+    if recorded.status == "complete":
+        asked = parse_request(request).model_dump(mode="json")
+        if recorded.request.model_dump(mode="json") != asked:
+            return Decision("rerun", why="the item changed since its run file was written")
+        check = verify(recorded)
+        if check.reproduced:
+            return Decision("keep", row_for(recorded, line, path, resumed=True))
+        first = check.differences[0]
+        return Decision(
+            failed,
+            _failed_row(run_id, line, path, f"the run file does not verify: {first.field} differs"),
+        )
+    if recorded.status == "failed":
+        return Decision(failed, row_for(recorded, line, path, resumed=True))
+    if recorded.status == "cancelled":
+        return Decision("rerun", why="cancelled before it finished")
+    state = liveness(recorded)
+    if state.state == "gone":
+        return Decision("rerun", why="abandoned: " + state.detail)
+    return Decision(
+        "busy",
+        Row(
+            id=run_id,
+            line=line,
+            status="busy",
+            run_file=str(path),
+            error=f"still running elsewhere ({state.detail})",
+        ),
+    )
