@@ -99,7 +99,7 @@ def batch_command(
     from ..paths import RuneDir
     from ..safetext import plain
     from .consent_prompt import external_consent
-    from .signals import exit_code_for, terminating_signals
+    from .signals import signal_exit_code, terminating_signals
 
     where = RuneDir.resolve(rune_dir)
     stopped: KeyboardInterrupt | None = None
@@ -145,7 +145,7 @@ def batch_command(
     if stopped is not None:
         raise fail(
             "batch stopped; running councils were cancelled and the next run picks them up",
-            exit_code_for(stopped),
+            signal_exit_code(stopped),
         )
     if not batch.tally.all_complete:
         raise typer.Exit(ExitCode.NO_VERDICT)
