@@ -116,7 +116,7 @@ def test_a_duplicate_id_refuses_the_batch(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_cancels_running_councils_and_a_rerun_finishes_the_batch(tmp_path: Path) -> None:
-    fakes(tmp_path, sleep_s=30, pid_file=tmp_path / "pids")
+    fakes(tmp_path, sleep_s=120, pid_file=tmp_path / "pids")
     path = items(tmp_path, 5)
     proc = subprocess.Popen(
         [sys.executable, "-m", "rune_council.cli", "council", "batch", str(path), "-c", "2"],
@@ -126,14 +126,15 @@ def test_ctrl_c_cancels_running_councils_and_a_rerun_finishes_the_batch(tmp_path
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         pids = (tmp_path / "pids").read_text().split() if (tmp_path / "pids").exists() else []
         if len(pids) >= 12:  # two councils, three voices each, all started
             break
         time.sleep(0.05)
+    assert len(pids) >= 12, pids
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=90)
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "batch stopped" in err
     assert "cancelled" in out

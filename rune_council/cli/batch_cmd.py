@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -95,6 +96,7 @@ def batch_command(
     from ..batch.summary import render_summary
     from ..config import load_config
     from ..council import CouncilOptions
+    from ..discovery.assembly import detect_configured
     from ..endpoints import setup_from_options
     from ..paths import RuneDir
     from ..safetext import plain
@@ -136,6 +138,9 @@ def batch_command(
                 raise
             allow = external_consent(where, yes=yes, refresh=False, config=config)
             batch.options = _with_consent(options, allow)
+            # Detected once here, so the councils that start together read today's cache
+            # instead of each probing every CLI at the same moment.
+            asyncio.run(detect_configured(where, env=dict(os.environ), config=config))
             try:
                 asyncio.run(batch.run())
             except KeyboardInterrupt as exc:
