@@ -125,6 +125,9 @@ def test_ctrl_c_cancels_running_councils_and_a_rerun_finishes_the_batch(tmp_path
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell that runs the suite in the background ignores SIGINT, and the child would
+        # inherit that; a user's terminal never does.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
