@@ -556,6 +556,11 @@ class DetectedRuntime(_Strict):
         description="Variables the auth check looked at and whether each was set; one set or "
         "unset since makes the cached report stale.",
     )
+    binary_mtime: float | None = Field(
+        default=None,
+        description="2.4: modification time of the file ``path`` resolves to when it was "
+        "probed; an upgrade changes it and the cached report is probed again.",
+    )
 
 
 class RuntimeReport(_Strict):

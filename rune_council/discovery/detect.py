@@ -1,8 +1,10 @@
 """Step 1, DETECT: which AI CLIs are installed, what family each speaks for.
 
-Probes run in parallel (resolved absolute path, executable bit, ``--version`` under a short
-timeout), and the report is cached in ``.rune/runtimes.json`` for the rest of the local day
-so repeated councils do not pay for the probes again. Finding nothing is a valid outcome.
+Probes run in parallel (resolved absolute path, executable bit, the version — read from the
+package that installed the CLI when that is unambiguous, else ``--version`` under a short
+timeout), and the report is cached in ``.rune/runtimes.json`` for the rest of the local day,
+or until a CLI's file changes, so repeated councils do not pay for the probes again.
+Finding nothing is a valid outcome.
 
 A CLI missing from PATH is looked for on the user's login-shell PATH too (asked once, and
 cached with the report). A wrapper CLI is promoted from ``unknown`` to a family only when
@@ -39,6 +41,7 @@ from ..runtimes.process import run_process
 from ..safefile import read_capped
 from ..safetext import one_line
 from ..trust_store import CacheVouchers, digest
+from .installed_version import packaged_version
 
 # A node-based CLI takes several seconds to print its version on its own, and every probe
 # starts at once; on a busy machine 10 s was too short, and a timed-out probe leaves the CLI
@@ -140,15 +143,30 @@ async def probe(
             **base,
         )
     return DetectedRuntime(
-        status="available", path=found, version=version, detail="; ".join(notes), **base, **auth
+        status="available",
+        path=found,
+        version=version,
+        detail="; ".join(notes),
+        binary_mtime=_mtime(found),
+        **base,
+        **auth,
     )
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.stat(path).st_mtime  # follows the link to the file an upgrade replaces
+    except OSError:
+        return None
 
 
 async def _version(
     adapter: CliAdapter, env: Mapping[str, str], found: str, search: str, base: dict[str, Any]
 ) -> str | DetectedRuntime | None:
     """The version the CLI prints, or the ``unavailable`` entry when it cannot print one."""
-    version: str | None = None
+    version: str | None = packaged_version(found)
+    if version is not None:
+        return version  # read from the installing package: nothing started
     if adapter.version_args:
         # Probe through the resolved path with the same env the voice would get, so what
         # we check is what DISPATCH will run.
@@ -280,6 +298,8 @@ def load_cached(
             continue
         if item.path is None or not os.path.exists(item.path):
             return None
+        if item.binary_mtime is not None and _mtime(item.path) != item.binary_mtime:
+            return None  # upgraded or replaced since it was probed
         name = executables.get(item.runtime) if item.via is None else None
         found = shutil.which(name, path=path_now) if name else None
         if found is not None and os.path.realpath(found) != os.path.realpath(item.path):
