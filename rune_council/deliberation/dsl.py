@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 VERBS = (
@@ -52,7 +54,7 @@ class LineError(ValueError):
     """Why one line cannot be used."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Move:
     line: int
     text: str
@@ -220,7 +222,7 @@ def parse_ballot(raw: str) -> tuple[tuple[str, ...], ...]:
     return tuple(levels)
 
 
-def ballot_text(levels: tuple[tuple[str, ...], ...] | list[list[str]]) -> str:
+def ballot_text(levels: Sequence[Sequence[str]]) -> str:
     return ">".join("=".join(level) for level in levels)
 
 
@@ -416,6 +418,53 @@ def _vote_target(move: Move) -> None:
         raise LineError(f"{move.verb} target {move.target!r} is neither an item number nor a label")
 
 
+_LABEL = r"(?:[A-Z]|p[1-9][0-9]*|#[a-z0-9][a-z0-9-]*)"
+# The shape nearly every ballot line has: [speaker[:]] RANK ballot [conf=number], nothing else.
+_PLAIN_RANK = re.compile(
+    r"(?:([A-Za-z0-9][A-Za-z0-9._-]{0,63}):?[ \t]+)?RANK[ \t]+"
+    rf"({_LABEL}(?:[>=]{_LABEL})*)(?:[ \t]+conf=([01](?:\.[0-9]+)?))?"
+)
+
+
+def _plain_rank(
+    line_no: int, text: str, phase: str | None, levels: dict[str, tuple[str, ...]]
+) -> Move | None:
+    """The move ``parse_move`` would make of a plain RANK line, without tokenizing it; None
+    for any other line (``parse_move`` then reads it, errors and all). ``levels`` shares one
+    tuple per level text across a transcript, so a long one holds each label once."""
+    match = _PLAIN_RANK.fullmatch(text)
+    if match is None or phase not in (None, "rank"):
+        return None
+    speaker, raw, conf_text = match.groups()
+    if speaker in VERBS:
+        return None  # "RANK RANK ..." is read by the full parser (and refused there)
+    ballot: list[tuple[str, ...]] = []
+    count = 0
+    for part in raw.split(">"):
+        level = levels.get(part)
+        if level is None:
+            level = levels[part] = tuple(sys.intern(x) for x in part.split("="))
+        ballot.append(level)
+        count += len(level)
+    conf = None
+    if conf_text is not None:
+        conf = float(conf_text)
+        if conf > 1.0:
+            return None
+    if count > 1 and len({x for level in ballot for x in level}) != count:
+        return None  # a label named twice: the full parser says so
+    return Move(
+        line=line_no,
+        text=text,
+        verb="RANK",
+        speaker=speaker,
+        phase=phase,
+        args=(raw,),
+        conf=conf,
+        ballot=tuple(ballot),
+    )
+
+
 def _is_fence(stripped: str) -> bool:
     return stripped.startswith("```")
 
@@ -424,6 +473,7 @@ def parse(text: str) -> Transcript:
     """Every line becomes a move, a dropped line with its reason, or (REQUIRE) an error."""
     out = Transcript()
     phase: str | None = None
+    levels: dict[str, tuple[str, ...]] = {}
     for line_no, raw in enumerate(text.splitlines(), start=1):
         stripped = raw.strip()
         if not stripped or _is_fence(stripped):
@@ -455,7 +505,9 @@ def parse(text: str) -> Transcript:
                 )
             continue
         try:
-            move = parse_move(line_no, stripped, phase)
+            move = _plain_rank(line_no, stripped, phase, levels) or parse_move(
+                line_no, stripped, phase
+            )
         except LineError as exc:
             out.dropped.append(Dropped(line_no, shown, str(exc)))
             continue

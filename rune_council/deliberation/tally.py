@@ -42,21 +42,6 @@ def _dropped(d: Dropped) -> DroppedLine:
     return DroppedLine(line=d.line, text=d.text, reason=d.reason)
 
 
-def borda_points(ballot: Sequence[Sequence[str]], n: int, conf: float = 1.0) -> dict[str, float]:
-    """Points one ballot gives, over ``n`` proposals in play."""
-    points: dict[str, float] = {}
-    place = 0
-    for level in ballot:
-        if not level:
-            continue
-        # Places place .. place+len-1 earn n-1-place .. n-len-place; the mean of that run.
-        share = (n - 1 - place) - (len(level) - 1) / 2
-        for label in level:
-            points[label] = share * conf
-        place += len(level)
-    return points
-
-
 def _proposals(moves: Sequence[Move]) -> tuple[list[str], dict[str, str], bool]:
     declared: list[str] = []
     texts: dict[str, str] = {}
@@ -66,15 +51,14 @@ def _proposals(moves: Sequence[Move]) -> tuple[list[str], dict[str, str], bool]:
             texts[m.target] = m.note or ""
     if declared:
         return declared, texts, True
-    seen: list[str] = []
+    seen: dict[str, None] = {}
     for m in moves:
-        labels: list[str] = [x for level in m.ballot for x in level]
+        for level in m.ballot:
+            for label in level:
+                seen.setdefault(label)
         if m.verb in ("CRITIQUE", "REVISE", "REQUIRE", "CLAIM") and m.target:
-            labels.append(m.target)
-        for label in labels:
-            if label not in seen:
-                seen.append(label)
-    return seen, texts, False
+            seen.setdefault(m.target)
+    return list(seen), texts, False
 
 
 def tally(transcript: Transcript) -> TallyReport:
@@ -86,14 +70,11 @@ def tally(transcript: Transcript) -> TallyReport:
     moves: list[Move] = []
     proposed: set[str] = set()
     for m in transcript.moves:
-        names = [x for level in m.ballot for x in level]
-        if m.verb in ("CRITIQUE", "REVISE", "REQUIRE", "CLAIM") and m.target:
-            names.append(m.target)
-        unknown = [x for x in names if x not in known]
-        if declared and unknown:
+        unknown = _first_unknown(m, known) if declared else None
+        if unknown is not None:
             dropped.append(
                 DroppedLine(
-                    line=m.line, text=m.text, reason=f"names {unknown[0]}, which nobody proposed"
+                    line=m.line, text=m.text, reason=f"names {unknown}, which nobody proposed"
                 )
             )
             continue
@@ -131,7 +112,8 @@ def tally(transcript: Transcript) -> TallyReport:
     for m in moves:
         if m.verb == "RANK":
             who = m.speaker or f"line-{m.line}"
-            mine = transcript.own.get(who, set()) & {x for level in m.ballot for x in level}
+            own = transcript.own.get(who)
+            mine = own & {x for level in m.ballot for x in level} if own else None
             if mine:
                 dropped.append(
                     DroppedLine(
@@ -156,25 +138,44 @@ def tally(transcript: Transcript) -> TallyReport:
     rank_moves = sorted(last_rank.items(), key=lambda kv: kv[1].line)
 
     n = len(active)
-    scores = {p: 0.0 for p in active}
+    index = {p: j for j, p in enumerate(active)}
+    totals = [0.0] * n
     rankers: list[RankerDetail] = []
-    ballots: list[list[list[str]]] = []
+    ballots: list[Sequence[Sequence[str]]] = []
+    rows: list[concordance.Placed] = []
+    points_of: dict[float, list[float]] = {}
     for who, m in rank_moves:
-        levels = [[x for x in level if x not in gone] for level in m.ballot]
-        levels = [level for level in levels if level]
-        conf = 1.0 if m.conf is None else m.conf
-        points = borda_points(levels, n, conf)
-        for label, value in points.items():
-            scores[label] += value
-        rankers.append(
-            RankerDetail(
-                ranker=who, line=m.line, ballot=ballot_text(levels), conf=conf, points=points
-            )
+        levels: Sequence[Sequence[str]] = (
+            [kept for level in m.ballot if (kept := [x for x in level if x not in gone])]
+            if gone
+            else m.ballot
         )
+        conf = 1.0 if m.conf is None else m.conf
+        row = concordance.place(levels, index, n)
+        # A run of tied places with doubled rank r earns the mean of their points, n - r/2;
+        # one table per conf, so equal points share one float object in a big tally.
+        table = points_of.get(conf)
+        if table is None:
+            table = points_of[conf] = [(n - r / 2) * conf for r in range(2 * n + 2)]
+        values = list(map(table.__getitem__, row.doubled))
+        for j, value in zip(row.items, values, strict=True):
+            totals[j] += value
+        detail = RankerDetail(
+            ranker=who,
+            line=m.line,
+            ballot=m.args[0] if m.args and not gone else ballot_text(levels),
+            conf=conf,
+            points={},
+        )
+        # Built here from labels and floats; validating 10,000 such dicts again costs more
+        # than the rest of the tally.
+        detail.points = dict(zip(map(active.__getitem__, row.items), values, strict=True))
+        rankers.append(detail)
         ballots.append(levels)
+        rows.append(row)
 
     # Float sums depend on the order of addition; rounding makes the verdict independent of it.
-    scores = {p: round(v, ROUNDING) for p, v in scores.items()}
+    scores = {p: round(v, ROUNDING) for p, v in zip(active, totals, strict=True)}
     blocked = _blocked(moves, gone)
     blocked_labels = {b.label for b in blocked}
     order = _levels(active, scores) if rankers else [[p] for p in active]
@@ -182,8 +183,12 @@ def tally(transcript: Transcript) -> TallyReport:
 
     counted = [b for b in ballots if b]
     incomplete = bool(transcript.own)
-    seen = [[p for p in active if p not in transcript.own.get(r.ranker, set())] for r in rankers]
+    seen: list[list[str]] = []
+    complete_means: list[float | None] = []
     if incomplete:
+        seen = [
+            [p for p in active if p not in transcript.own.get(r.ranker, set())] for r in rankers
+        ]
         w = concordance.incomplete_w(
             [b for b in ballots if b], [s for s, b in zip(seen, ballots, strict=True) if b], active
         )
@@ -191,7 +196,7 @@ def tally(transcript: Transcript) -> TallyReport:
             "kendall_w for incomplete rankings (own answers unseen, not last; tie pattern kept)"
         )
     else:
-        w = concordance.kendall_w(counted, active)
+        w, complete_means = concordance.concordance_of([r for r in rows if r.items], n)
         method = "kendall_w (tie-corrected; unranked proposals share the bottom places)"
     note = ""
     if len(counted) < 2:
@@ -214,8 +219,8 @@ def tally(transcript: Transcript) -> TallyReport:
         if incomplete:
             means = concordance.incomplete_mean_spearman(ballots, seen)
         else:
-            tables = [concordance.ranks(b, active) for b in ballots]
-            means = concordance.mean_spearman(tables, active)
+            found = iter(complete_means)
+            means = [next(found) if row.items else None for row in rows]
         placed = [
             (detail, None if mean is None else round(mean, ROUNDING))
             for detail, mean, levels in zip(rankers, means, ballots, strict=True)
@@ -275,8 +280,18 @@ def tally(transcript: Transcript) -> TallyReport:
     )
 
 
+def _first_unknown(m: Move, known: set[str]) -> str | None:
+    for level in m.ballot:
+        for x in level:
+            if x not in known:
+                return x
+    if m.verb in ("CRITIQUE", "REVISE", "REQUIRE", "CLAIM") and m.target and m.target not in known:
+        return m.target
+    return None
+
+
 def _levels(active: list[str], scores: dict[str, float]) -> list[list[str]]:
-    ordered = sorted(active, key=lambda p: (-scores[p], active.index(p)))
+    ordered = sorted(active, key=lambda p: -scores[p])  # stable: equal scores keep their order
     levels: list[list[str]] = []
     for p in ordered:
         if levels and abs(scores[levels[-1][0]] - scores[p]) <= SCORE_EPSILON:

@@ -143,8 +143,7 @@ def approval_concordance(
     w = concordance.kendall_w(ballots, labels)
     dissenters: list[str] = []
     if len(ballots) >= 3 and len(labels) >= 2:
-        tables = [concordance.ranks(b, labels) for b in ballots]
-        means = concordance.mean_spearman(tables, labels)
+        means = concordance.mean_spearman(ballots, labels)
         rounded = [None if mean is None else round(mean, 9) for mean in means]
         apart = concordance.standing_apart(rounded)
         dissenters = [v for v, dissenting in zip(choices, apart, strict=True) if dissenting]
