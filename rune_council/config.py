@@ -103,9 +103,12 @@ class EnvSection(_Section):
 
 
 class RuntimeSpec(_Section):
-    """One ``[runtimes.NAME]`` table: an AI CLI the project has no adapter for."""
+    """One ``[runtimes.NAME]`` table: an AI CLI the project has no adapter for, or, with
+    only ``max_concurrent``, the bound on calls in flight for a runtime of that name (a
+    built-in CLI, a user-defined one, or an endpoint by its name)."""
 
-    command: str | list[str]
+    command: str | list[str] | None = None
+    max_concurrent: int | None = Field(default=None, ge=1, le=1024)
     prompt: Literal["stdin", "file"] = "stdin"
     output: Literal["text", "json", "regex"] = "text"
     answer_path: str | None = None
@@ -142,10 +145,15 @@ class RuntimeSpec(_Section):
             raise ValueError(f"not variable names (NAME or PREFIX*): {bad}")
         return value
 
+    @property
+    def defines_runtime(self) -> bool:
+        """False for a table that only bounds a runtime defined elsewhere."""
+        return self.command is not None
+
     def argv(self) -> list[str]:
         if isinstance(self.command, list):
             return list(self.command)
-        return shlex.split(self.command)
+        return shlex.split(self.command or "")
 
 
 class EndpointTable(_Section):

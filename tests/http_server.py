@@ -26,6 +26,7 @@ Kind = Literal[
     "malformed_json",  # 200 with a body (or stream event) that is not JSON
     "truncated_stream",  # start the answer, then drop the connection mid-body
     "echo_key",  # an error body that quotes the Authorization header back
+    "rate_limited",  # 429 (with Retry-After when given) for the first `times` calls, then answer
 ]
 
 
@@ -35,6 +36,8 @@ class Behaviour:
     text: str | Callable[[str], str] = "hello"
     delay_s: float = 0.0
     status: int = 500
+    retry_after: str | None = None
+    times: int = 1
 
 
 def answering(text: str | Callable[[str], str]) -> Behaviour:
@@ -50,6 +53,7 @@ class Seen:
     client_port: int
     stream: bool
     prompt: str
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -62,6 +66,7 @@ class OpenAIServer:
     _stop: threading.Event = field(default_factory=threading.Event)
     _httpd: _Server | None = None
     _thread: threading.Thread | None = None
+    _refused: dict[str, int] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -71,6 +76,13 @@ class OpenAIServer:
     def record(self, item: Seen) -> None:
         with self._lock:
             self.seen.append(item)
+
+    def refuse(self, model: str, times: int) -> bool:
+        """True for the first ``times`` calls to ``model`` (a rate limit that lifts)."""
+        with self._lock:
+            count = self._refused.get(model, 0)
+            self._refused[model] = count + 1
+            return count < times
 
     def requests(self, path: str | None = None) -> list[Seen]:
         with self._lock:
@@ -197,6 +209,16 @@ class _Handler(BaseHTTPRequestHandler):
         if b.kind == "status":
             message = {"error": {"message": f"model {model} is rate limited or broken"}}
             self._send(b.status, json.dumps(message).encode())
+            return
+        if b.kind == "rate_limited" and self.app.refuse(model, b.times):
+            payload = json.dumps({"error": {"message": "rate limit reached"}}).encode()
+            self.send_response(429)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            if b.retry_after is not None:
+                self.send_header("Retry-After", b.retry_after)
+            self.end_headers()
+            self.wfile.write(payload)
             return
         if b.kind == "echo_key":
             auth = self.headers.get("Authorization", "")

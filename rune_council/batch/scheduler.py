@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from ..contract import CouncilResult
 from ..council import CouncilOptions, aconvene
 from ..errors import CouncilError, RequestError, RunIdError
 from ..paths import RuneDir
+from ..runtimes.limits import Limits, caps_from_config
 from .items import BadLine, Defaults, Item, describe_duplicates, items, scan
 from .results import ResultsFile, Row, Status, Tally, row_for
 from .resume import decide
@@ -62,6 +64,8 @@ class BatchOptions:
     strict: bool = False
     results: Path | None = None
     base: Path | None = None  # artifact paths resolve under it; default the items' folder
+    ray: bool = False  # run each council as a Ray task (``ray_runner``)
+    ray_address: str | None = None  # default $RAY_ADDRESS, else a local cluster
 
     def results_path(self, items_path: Path) -> Path:
         if self.results is not None:
@@ -71,6 +75,10 @@ class BatchOptions:
             / "batch"
             / (f"{items_path.stem}.results.jsonl")
         )
+
+
+class CouncilFailed(Exception):
+    """A council that failed where it ran (a Ray task); the message is the row's error."""
 
 
 class BadItems(RequestError):
@@ -93,11 +101,17 @@ class Batch:
     total: int = 0
     running: int = 0
     _bad: list[BadLine] | None = None
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.options.concurrency < 1:
             raise RequestError("concurrency must be at least 1")
         self.results_path = self.options.results_path(self.path)
+        council = self.options.council
+        if council.limits is None:
+            # One set of limits for every council of the batch: that is what bounds them.
+            council = dataclasses.replace(council, limits=Limits(_caps(council)))
+            self.options = dataclasses.replace(self.options, council=council)
 
     def check(self) -> list[BadLine]:
         """The first pass; raises BadItems when the batch must not start. Returns bad lines."""
@@ -118,7 +132,21 @@ class Batch:
 
     async def run(self, convene: Convener | None = None) -> Tally:
         bad = self._bad if self._bad is not None else self.check()
-        convener = convene or self._local
+        if convene is None and self.options.ray:
+            from .ray_runner import RayConvener, capped_runtimes
+
+            council = self.options.council
+            assert council.limits is not None
+            caps = capped_runtimes(council, council.limits)
+            ray = RayConvener(council, caps, self.options.ray_address)
+            self.notes += ray.notes
+            try:
+                return await self._run(bad, ray)
+            finally:
+                ray.close()
+        return await self._run(bad, convene or self._local)
+
+    async def _run(self, bad: list[BadLine], convener: Convener) -> Tally:
         with ResultsFile(self.results_path) as out:
             self.observer.started(self.total, len(bad))
             for line in bad:
@@ -188,6 +216,8 @@ class Batch:
         except RunIdError as exc:
             row = Row(id=item.id, line=item.line, status="busy", error=str(exc))
             self._record(out, row, True)
+        except CouncilFailed as exc:
+            self._record(out, self._ended(item, "failed", str(exc), path, started), True)
         except CouncilError as exc:
             self._record(out, self._ended(item, "failed", str(exc), path, started), True)
         except Exception as exc:
@@ -212,6 +242,18 @@ class Batch:
     async def _local(self, request: dict[str, Any], overwrite: bool) -> CouncilResult:
         options = dataclasses.replace(self.options.council, overwrite=overwrite)
         return await aconvene(request, options)
+
+
+def _caps(council: CouncilOptions) -> dict[str, int]:
+    """The caps council.toml names, read as the councils will read it."""
+    if council.config is not None:
+        return caps_from_config(council.config)
+    if council.runtimes is not None:
+        return {}  # the caller's voices replace everything council.toml would seat
+    from ..config import load_config
+
+    env = dict(os.environ) if council.env is None else dict(council.env)
+    return caps_from_config(load_config(RuneDir.resolve(council.rune_dir), env))
 
 
 async def run_batch(

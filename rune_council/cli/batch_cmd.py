@@ -88,6 +88,24 @@ def batch_command(
             "--yes", "-y", help="Allow sending the questions to the external AI CLIs found."
         ),
     ] = False,
+    max_concurrent: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="NAME=K: at most K calls to runtime NAME at once across the batch (an AI "
+            "CLI, or an endpoint by name); repeatable; beats [runtimes.NAME] max_concurrent. "
+            "Default 4 per AI CLI, 8 per endpoint."
+        ),
+    ] = None,
+    template: Annotated[
+        str | None, typer.Option(help="Council template every item uses (see templates).")
+    ] = None,
+    ray: Annotated[
+        bool, typer.Option("--ray", help="Run the councils as Ray tasks (pip extra: ray).")
+    ] = False,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster address (default $RAY_ADDRESS, else a local cluster)."),
+    ] = None,
 ) -> None:
     import asyncio
 
@@ -99,6 +117,7 @@ def batch_command(
     from ..discovery.assembly import detect_configured
     from ..endpoints import setup_from_options
     from ..paths import RuneDir
+    from ..runtimes.limits import Limits, caps_from_config
     from ..safetext import plain
     from .consent_prompt import external_consent
     from .signals import signal_exit_code, terminating_signals
@@ -114,6 +133,7 @@ def batch_command(
             with_subagent=False,
             config=config,
         )
+        caps = {**caps_from_config(config), **_caps(max_concurrent or [])}
         options = BatchOptions(
             council=CouncilOptions(
                 subagent_command=subagent_cmd,
@@ -121,12 +141,16 @@ def batch_command(
                 endpoints=endpoints,
                 rune_dir=where.root,
                 config=config,
+                template=template,
+                limits=Limits(caps),
             ),
             defaults=Defaults(mode=mode, n=n, timeout=timeout, prefer=tuple(prefer or ())),
             concurrency=concurrency,
             retry_failed=retry_failed,
             strict=strict,
             results=results,
+            ray=ray,
+            ray_address=ray_address,
         )
         with progress(enabled=not as_json) as view:
             batch = Batch(items, options, _Printer(view) if as_json else view)
@@ -137,7 +161,7 @@ def batch_command(
                     typer.echo(plain(f"rune council: {line}"), err=True)
                 raise
             allow = external_consent(where, yes=yes, refresh=False, config=config)
-            batch.options = _with_consent(options, allow)
+            batch.options = _with_consent(batch.options, allow)
             # Detected once here, so the councils that start together read today's cache
             # instead of each probing every CLI at the same moment.
             asyncio.run(detect_configured(where, env=dict(os.environ), config=config))
@@ -145,6 +169,9 @@ def batch_command(
                 asyncio.run(batch.run())
             except KeyboardInterrupt as exc:
                 stopped = exc
+            if not as_json:
+                for note in batch.notes:
+                    typer.echo(plain(f"rune council: note: {note}"), err=True)
     if not as_json:
         typer.echo(render_summary(batch.tally, batch.results_path, stopped=stopped is not None))
     if stopped is not None:
@@ -154,6 +181,19 @@ def batch_command(
         )
     if not batch.tally.all_complete:
         raise typer.Exit(ExitCode.NO_VERDICT)
+
+
+def _caps(given: list[str]) -> dict[str, int]:
+    caps: dict[str, int] = {}
+    for entry in given:
+        name, sep, value = entry.partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit() or int(value) < 1:
+            raise fail(
+                f"--max-concurrent {entry!r}: give NAME=K with K a whole number >= 1",
+                ExitCode.BAD_INPUT,
+            )
+        caps[name.strip()] = int(value)
+    return caps
 
 
 def _with_consent(options: BatchOptions, allow: bool | None) -> BatchOptions:

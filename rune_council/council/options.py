@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..config import CouncilConfig
     from ..endpoints import EndpointSetup
     from ..runtime import Runtime
+    from ..runtimes.limits import Limits
     from ..runtimes.subagent import SubagentFn
 
 OnEvent = Callable[[CouncilResult, RunEvent], None]
@@ -57,6 +58,10 @@ class CouncilOptions:
 
     ``template`` names a council setup (``rune council templates`` lists them): it fills
     what the request leaves open, and the run file records its name and version.
+
+    ``limits`` bounds the calls in flight per runtime across every council given the same
+    ``Limits`` (a batch shares one) and carries the endpoints' shared 429 backoff; None
+    leaves a lone council unbounded.
     """
 
     runtimes: Sequence[Runtime] | None = None
@@ -75,3 +80,4 @@ class CouncilOptions:
     overwrite: bool = False
     config: CouncilConfig | None = None
     template: str | None = None
+    limits: Limits | None = None

@@ -116,6 +116,11 @@ def _with_config_defaults(req: PerspectiveRequest, config: CouncilConfig) -> Per
     return req.model_copy(update={"budget": budget})
 
 
+def _bounded(runtime: Runtime, options: CouncilOptions) -> Runtime:
+    """The caller's orchestrator under the shared limits, like every seated runtime."""
+    return options.limits.wrap(runtime) if options.limits is not None else runtime
+
+
 def _candidates(runtimes: Sequence[Runtime]) -> list[Candidate]:
     return [Candidate(r.name, r.source, r.model_family, r.family_confidence) for r in runtimes]
 
@@ -225,7 +230,9 @@ async def _deliberate(
         runtimes=seats.by_name,
         subagent=seats.subagent,
         orchestrator=(
-            MeteredRuntime(as_runtime(given, name="orchestrator"), meter, "chair")
+            MeteredRuntime(
+                _bounded(as_runtime(given, name="orchestrator"), options), meter, "chair"
+            )
             if given is not None
             else None
         ),

@@ -170,12 +170,26 @@ async def seat(
     if setup is not None and (setup.endpoints or setup.subagent):
         from ..endpoints import assemble
 
-        http = await assemble(setup, where, env, refused=refused)
+        backoff = options.limits.backoff if options.limits is not None else None
+        http = await assemble(setup, where, env, refused=refused, backoff=backoff)
         available += http.runtimes
         detected += http.detected
         notes += http.notes
         if subagent is None:
             subagent = http.subagent
+    if options.limits is not None:
+        # Every call of every seat waits for its runtime's shared slot; one wrapper per
+        # runtime, so a runtime that is both a voice and the subagent stays one object.
+        wrapped: dict[int, Runtime] = {}
+        limits = options.limits
+
+        def bound(runtime: Runtime) -> Runtime:
+            if id(runtime) not in wrapped:
+                wrapped[id(runtime)] = limits.wrap(runtime)
+            return wrapped[id(runtime)]
+
+        available = [bound(r) for r in available]
+        subagent = bound(subagent) if subagent is not None else None
     return Seating(
         available=available,
         subagent=subagent,

@@ -24,6 +24,7 @@ from ..runtimes.http import (
     ModelChoice,
     is_loopback,
 )
+from ..runtimes.limits import Backoff
 from .config import EndpointSetup, EndpointSpec, ModelRef
 from .discovery import Discovery, discover
 from .keys import resolve_key
@@ -60,7 +61,11 @@ class Assembly:
 
 
 async def _prepare(
-    spec: EndpointSpec, rune_dir: RuneDir, env: Mapping[str, str], refresh: bool
+    spec: EndpointSpec,
+    rune_dir: RuneDir,
+    env: Mapping[str, str],
+    refresh: bool,
+    backoff: Backoff | None = None,
 ) -> tuple[_Prepared | None, list[str]]:
     notes: list[str] = []
     try:
@@ -74,7 +79,7 @@ async def _prepare(
         notes.append(
             f"endpoint {spec.name}: the API key is sent over plain http to {parts.hostname}"
         )
-    client = EndpointClient(spec.name, spec.base_url, key)
+    client = EndpointClient(spec.name, spec.base_url, key, backoff=backoff)
     found = await discover(spec, client, rune_dir, refresh=refresh)
     if found.note:
         notes.append(found.note)
@@ -144,6 +149,7 @@ async def assemble(
     env: Mapping[str, str],
     *,
     refused: str | None = None,
+    backoff: Backoff | None = None,
 ) -> Assembly:
     """Runtimes for every endpoint of the setup; ``refused`` (why consent for external
     dispatch is missing) leaves them all out, with a note, before any request is made."""
@@ -164,7 +170,7 @@ async def assemble(
     if sub_ref is not None:
         specs.setdefault(_key_of(sub_ref.endpoint), sub_ref.endpoint)
     results = await asyncio.gather(
-        *(_prepare(s, rune_dir, env, setup.refresh) for s in specs.values()),
+        *(_prepare(s, rune_dir, env, setup.refresh, backoff) for s in specs.values()),
         return_exceptions=True,
     )
     prepared: dict[tuple[str, str], _Prepared] = {}

@@ -61,6 +61,11 @@ class CliRuntime:
     def family_confidence(self) -> FamilyConfidence:
         return self.confidence or self.adapter.family_confidence
 
+    @property
+    def default_max_concurrent(self) -> int:
+        """Calls in flight at once across councils sharing limits (``runtimes.limits``)."""
+        return self.adapter.max_concurrent
+
     def environment(self) -> dict[str, str]:
         parent = dict(os.environ) if self.parent_env is None else dict(self.parent_env)
         env = adapter_env(self.adapter, parent, self.allow_env)

@@ -87,6 +87,9 @@ class CliAdapter:
     # Output that calls for exactly one more try of the same run (opencode's upgrade demand).
     retry_once_when: Callable[[str, str], bool] | None = None
     verified: Literal["real binary", "docs only"] = "real binary"
+    # Processes of this CLI a batch runs at once unless council.toml says otherwise: each
+    # is a whole agent process (hundreds of MB, its own rate limit with the vendor).
+    max_concurrent: int = 4
     # Whether the CLI can answer, found out offline (runtimes/auth.py); None: not known how.
     auth: AuthProbe | None = None
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
+import email.utils
 import functools
 import ipaddress
 import ssl
@@ -38,6 +40,7 @@ from ..errors import EndpointCallError
 from ..runtime import Answerer, ReplyCheck, RuntimeReply
 from ..safetext import one_line
 from .base import redact
+from .limits import Backoff
 
 
 def _without_httpx_command_line() -> None:
@@ -66,6 +69,11 @@ MODELS_BODY_CAP = 8_000_000
 DETAIL_CAP = 1000
 # A rejected key or a refused connection fails every model of the endpoint alike.
 ENDPOINT_WIDE_STATUSES = frozenset({401, 403, 407})
+# A 429's Retry-After is honoured up to this long, and at most this many times per call.
+MAX_RETRY_AFTER_S = 300.0
+RATE_LIMIT_WAITS = 3
+# Requests in flight to one endpoint across a batch unless council.toml says otherwise.
+DEFAULT_ENDPOINT_CONCURRENCY = 8
 
 
 @functools.cache
@@ -125,6 +133,7 @@ class ChatResult:
     latency_ms: int
     http_status: int | None = None
     endpoint_wide: bool = False
+    retry_after: float | None = None  # seconds a 429 asked callers to wait, if it said
 
 
 class _TooLarge(Exception):
@@ -239,9 +248,12 @@ class EndpointClient:
         key: ApiKey | None = None,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         self.name = name
         self.base_url = base_url.rstrip("/")
+        # Shared by every council of a batch (``runtimes.limits``), else this client's own.
+        self.backoff = backoff if backoff is not None else Backoff()
         self._key = key
         self._transport = transport
         self._http: httpx.AsyncClient | None = None
@@ -291,6 +303,61 @@ class EndpointClient:
         stream: bool = True,
         max_tokens: int | None = None,
     ) -> ChatResult:
+        """One completion within ``timeout_s``, honouring 429 for everyone sharing the backoff.
+
+        A 429 with ``Retry-After`` pauses the whole endpoint that long and the same model
+        is asked again if the deadline allows (at most ``RATE_LIMIT_WAITS`` times). A 429
+        without it pauses only this model (doubling while it keeps refusing) and goes back
+        at once, so the slot can fail over to another model. A call that meets a pause
+        waits it out, or fails at once when the pause outlasts its deadline.
+        """
+        deadline = time.monotonic() + timeout_s
+        model_key = f"{self.base_url} {model}"
+        waits = 0
+        while True:
+            pause = self.backoff.remaining(self.base_url, model_key)
+            if pause > 0:
+                if time.monotonic() + pause >= deadline:
+                    return ChatResult(
+                        "http_status",
+                        None,
+                        f"HTTP 429: rate limited; the endpoint asked callers to wait "
+                        f"{pause:.1f} s more, past this call's deadline",
+                        0,
+                        429,
+                    )
+                await asyncio.sleep(pause)
+            left = max(deadline - time.monotonic(), 0.001)
+            result = await self._chat_once(
+                model,
+                prompt,
+                timeout_s=left,
+                max_output_bytes=max_output_bytes,
+                stream=stream,
+                max_tokens=max_tokens,
+            )
+            if result.http_status != 429:
+                if result.outcome == "ok":
+                    self.backoff.served(model_key)
+                return result
+            if result.retry_after is None:
+                self.backoff.refused(model_key)
+                return result
+            self.backoff.pause(self.base_url, result.retry_after)
+            waits += 1
+            if waits > RATE_LIMIT_WAITS or time.monotonic() + result.retry_after >= deadline:
+                return result
+
+    async def _chat_once(
+        self,
+        model: str,
+        prompt: str,
+        *,
+        timeout_s: float,
+        max_output_bytes: int,
+        stream: bool,
+        max_tokens: int | None,
+    ) -> ChatResult:
         body: dict[str, Any] = {
             "model": model,
             "messages": [{"role": "user", "content": prompt}],
@@ -306,11 +373,18 @@ class EndpointClient:
             text: str | None = None,
             status: int | None = None,
             endpoint_wide: bool = False,
+            retry_after: float | None = None,
         ) -> ChatResult:
             ms = int((time.monotonic() - started) * 1000)
             kept = self.scrub(text) if text is not None else None
             return ChatResult(
-                outcome, kept, self.scrub(detail)[:DETAIL_CAP], ms, status, endpoint_wide
+                outcome,
+                kept,
+                self.scrub(detail)[:DETAIL_CAP],
+                ms,
+                status,
+                endpoint_wide,
+                retry_after,
             )
 
         try:
@@ -328,6 +402,9 @@ class EndpointClient:
                             _status_detail(response, raw),
                             status=response.status_code,
                             endpoint_wide=response.status_code in ENDPOINT_WIDE_STATUSES,
+                            retry_after=_retry_after(response)
+                            if response.status_code == 429
+                            else None,
                         )
                     if "text/event-stream" in response.headers.get("content-type", ""):
                         text = await _stream_text(response, max_output_bytes)
@@ -388,6 +465,27 @@ class EndpointClient:
                 "GET /models: the answer is not an OpenAI-style model list", kind="malformed"
             ) from None
         return ids
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Seconds from a ``Retry-After`` header (a number or an HTTP date), capped; None when
+    absent or unreadable."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = (when - dt.datetime.now(dt.UTC)).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
 
 
 def _status_detail(response: httpx.Response, raw: bytes) -> str:
@@ -457,6 +555,15 @@ class HttpRuntime:
     @property
     def name(self) -> str:
         return self.label or runtime_name(self.client.name, self.choice.model)
+
+    @property
+    def limit_key(self) -> str:
+        """A server's rate limit counts requests to it: its models share one cap."""
+        return self.client.name
+
+    @property
+    def default_max_concurrent(self) -> int:
+        return DEFAULT_ENDPOINT_CONCURRENCY
 
     @property
     def model(self) -> str:

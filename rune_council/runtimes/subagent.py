@@ -85,6 +85,8 @@ class CommandRuntime:
     pass_env: Sequence[str] = ()
     parent_env: Mapping[str, str] | None = None
     source: VoiceSource = field(default="subagent")
+    # A process per call, like an AI CLI (see ``runtimes.limits``).
+    default_max_concurrent: int = 4
 
     @classmethod
     def from_command_line(cls, command: str, **kwargs: object) -> CommandRuntime:

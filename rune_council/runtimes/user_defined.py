@@ -94,6 +94,14 @@ def _parser(name: str, spec: RuntimeSpec) -> Callable[[str, str], Parsed]:
 def _check(name: str, spec: RuntimeSpec) -> list[str]:
     """Problems pydantic cannot see: they involve several fields or the adapter registry."""
     problems: list[str] = []
+    if not spec.defines_runtime:
+        others = sorted(spec.model_fields_set - {"max_concurrent"})
+        if others:
+            problems.append(
+                f"sets {', '.join(others)} without a command (a table without one may only "
+                "set max_concurrent)"
+            )
+        return problems
     if not _NAME.match(name):
         problems.append("the name must be 1-40 of a-z 0-9 . _ - starting with a letter or digit")
     if name in ADAPTERS:
@@ -147,12 +155,20 @@ def load_user_runtimes(config: CouncilConfig) -> list[CliAdapter]:
             problems = _check(name, spec)
             if problems:
                 raise RuntimeConfigError(f"{source.path}: [runtimes.{name}] {'; '.join(problems)}")
-    return [adapter_from_spec(name, spec) for name, spec in config.runtimes.items()]
+    return [
+        adapter_from_spec(name, spec)
+        for name, spec in config.runtimes.items()
+        if spec.defines_runtime
+    ]
 
 
 def specs_digest(config: CouncilConfig) -> str:
     """Changes whenever a runtime definition in force does, so a cached detection is not
     reused for a different set."""
-    tables = {name: spec.model_dump(mode="json") for name, spec in config.runtimes.items()}
+    tables = {
+        name: spec.model_dump(mode="json", exclude={"max_concurrent"})
+        for name, spec in config.runtimes.items()
+        if spec.defines_runtime
+    }
     blob = json.dumps(tables, sort_keys=True).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:16]

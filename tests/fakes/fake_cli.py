@@ -297,8 +297,27 @@ def _answer_to(prompt: str) -> str:
     return _answer_text().replace("__QUESTION__", json.dumps(question)[1:-1])
 
 
+def _record_span() -> None:
+    """FAKE_SPAN_LOG: '<FAKE_SPAN_NAME> start|end <time>' lines, so a test can tell how many
+    of one CLI were running at once."""
+    path = os.environ.get("FAKE_SPAN_LOG")
+    if not path:
+        return
+    import atexit
+
+    name = _env("FAKE_SPAN_NAME", "fake")
+
+    def mark(what: str) -> None:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{name} {what} {time.time():.6f}\n")
+
+    mark("start")
+    atexit.register(mark, "end")
+
+
 def main() -> int:
     mode = _env("FAKE_MODE", "answer")
+    _record_span()
     _record_pid("child", os.getpid())
     _record_call()
     if mode == "upgrade_demand":

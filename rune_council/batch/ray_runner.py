@@ -1,0 +1,171 @@
+"""Councils as Ray tasks: the same schedule as a local batch, the councils elsewhere.
+
+The driver (this process) keeps everything that must stay consistent: it reads the items,
+decides from its own run files what runs (``resume``), holds each run id's lock while its
+task runs, and writes the run file and the row when the task comes back. A task gets the
+request with its artifact inline (nothing is read from the driver's disk on a node) and the
+council's options, runs ``aconvene`` in a private directory on its node, and returns the
+finished run file's bytes: nothing assumes a disk shared with the driver.
+
+Bounds: ``--concurrency`` caps the tasks in flight, as it caps local councils. Every capped
+runtime is also a Ray resource ``rune:<name>``, and a council task asks for one unit of each
+capped runtime it may seat, so a node never runs more councils using claude than it
+declares. A local cluster started here declares the caps itself; nodes of a cluster named by
+address declare them when they start (``ray start --resources '{"rune:claude": 4}'``). A cap
+the cluster does not declare is still enforced inside each worker process, and said so.
+
+Ray is imported only here, and only when ``--ray`` is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import runlock, safejson
+from ..contract import CouncilResult
+from ..council import CouncilOptions, aconvene
+from ..council.request import claim_run_file
+from ..errors import CouncilError, RequestError
+from ..paths import RuneDir
+from ..recorder import RunRecorder
+from ..runtimes.limits import Limits, limit_key
+from .scheduler import CouncilFailed
+
+RESOURCE_PREFIX = "rune:"
+# A council mostly waits on its voices: a tenth of a CPU each lets a 2-CPU node hold
+# twenty, and --concurrency is the real bound.
+TASK_CPUS = 0.1
+RUN_FILE_CAP = safejson.DEFAULT_MAX_BYTES
+
+
+def _node_rune_dir() -> Path:
+    # One directory per node user, so detection is cached across the tasks a node runs.
+    return Path(tempfile.gettempdir()) / f"rune-council-ray-{os.getuid()}" / ".rune"
+
+
+def council_task(
+    request: dict[str, Any], options: CouncilOptions, caps: Mapping[str, int]
+) -> tuple[bytes | None, str | None]:
+    """Runs on a Ray worker: one council, its run file's bytes and the failure, if any."""
+    where = _node_rune_dir()
+    opts = dataclasses.replace(
+        options, rune_dir=where, limits=Limits(dict(caps)), overwrite=True, on_event=None
+    )
+    run_file = RuneDir.resolve(where).run_file(str(request["id"]))
+    error: str | None = None
+    try:
+        asyncio.run(aconvene(request, opts))
+    except CouncilError as exc:
+        error = str(exc)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    try:
+        data = run_file.read_bytes() if run_file.exists() else None
+    finally:
+        run_file.unlink(missing_ok=True)
+    if data is not None and len(data) > RUN_FILE_CAP:
+        return None, f"the run file is larger than {RUN_FILE_CAP} bytes"
+    return data, error
+
+
+def capped_runtimes(options: CouncilOptions, limits: Limits) -> dict[str, int]:
+    """The caps of the runtimes a council may seat, as far as the driver can know them: the
+    caller's runtimes, else the CLIs detected here; plus every cap the user named."""
+    caps = dict(limits.caps)
+    runtimes = list(options.runtimes or []) + list(options.extra_runtimes)
+    if options.runtimes is None:
+        runtimes += _detected(options)
+    for runtime in runtimes:
+        cap = limits.cap(runtime)
+        if cap is not None:
+            caps[limit_key(runtime)] = cap
+    return caps
+
+
+def _detected(options: CouncilOptions) -> list[Any]:
+    from ..discovery.assembly import assemble_clis
+
+    where = RuneDir.resolve(options.rune_dir)
+    env = dict(os.environ) if options.env is None else dict(options.env)
+    clis = asyncio.run(
+        assemble_clis(where, env=env, allow_external=options.allow_external, config=options.config)
+    )
+    return list(clis.runtimes)
+
+
+class RayConvener:
+    """Runs each council as a Ray task; called like ``aconvene`` by the scheduler."""
+
+    def __init__(
+        self, options: CouncilOptions, caps: Mapping[str, int], address: str | None = None
+    ) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise RequestError(
+                "--ray needs Ray, which is not installed: pip install 'rune-council[ray]'"
+            ) from None
+        self._ray = ray
+        self.caps = dict(caps)
+        self.where = RuneDir.resolve(options.rune_dir)
+        # What a task carries: no shared limits (each worker builds its own from the caps)
+        # and no callback into this process.
+        self.options = dataclasses.replace(options, limits=None, on_event=None)
+        self.started_here = False
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        if not ray.is_initialized():
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(
+                    resources={RESOURCE_PREFIX + k: float(v) for k, v in self.caps.items()},
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    _node_ip_address="127.0.0.1",
+                )
+            self.started_here = True
+        declared = ray.cluster_resources()  # type: ignore[no-untyped-call]
+        self.notes = [
+            f"the Ray cluster declares no {RESOURCE_PREFIX}{k} resource: its cap of {v} holds "
+            "within each worker process only"
+            for k, v in self.caps.items()
+            if RESOURCE_PREFIX + k not in declared
+        ]
+        wants = {RESOURCE_PREFIX + k: 1.0 for k in self.caps if RESOURCE_PREFIX + k in declared}
+        self._remote = ray.remote(council_task).options(
+            num_cpus=TASK_CPUS, resources=wants or None, max_retries=0
+        )
+
+    async def __call__(self, request: dict[str, Any], overwrite: bool) -> CouncilResult:
+        path = self.where.run_file(str(request["id"]))
+        # The driver holds the id for the whole task: one council per item at a time, here
+        # and against any other batch or council on this machine.
+        with runlock.claim(path):
+            claim_run_file(self.where, str(request["id"]), overwrite)
+            ref = self._remote.remote(request, self.options, self.caps)
+            try:
+                data, error = await ref
+            except asyncio.CancelledError:
+                # Interrupts the task: its council ends cancelled and kills its voices.
+                self._ray.cancel(ref)
+                raise
+            if data is None:
+                raise CouncilFailed(error or "the task sent no run file back")
+            result = CouncilResult.model_validate(
+                safejson.loads(data, max_bytes=RUN_FILE_CAP, what="run file from a Ray task")
+            )
+            result.run_file = str(path)
+            RunRecorder(path).write(result)
+        if error is not None:
+            raise CouncilFailed(error)
+        return result
+
+    def close(self) -> None:
+        if self.started_here:
+            self._ray.shutdown()
