@@ -170,3 +170,15 @@ def test_files_looked_at_are_recorded_with_their_times(tmp_path: Path) -> None:
     files = {f["path"]: f["mtime"] for f in entry["auth_files"]}
     settings = str(tmp_path / ".gemini" / "settings.json")
     assert files[settings] == os.stat(settings).st_mtime
+
+
+def test_qwen_with_no_auth_type_is_logged_out_and_with_one_is_tried(tmp_path: Path) -> None:
+    install_fake(tmp_path / "bin", "qwen", auth="logged-out")
+    entry = detected(tmp_path, env_for(tmp_path))["qwen"]
+    assert entry["auth"] == "logged-out"
+    assert "no auth type selected" in entry["auth_detail"]
+    # The variables qwen infers an auth type from, all three set: it is tried.
+    env = env_for(
+        tmp_path, OPENAI_API_KEY="k", OPENAI_MODEL="m", OPENAI_BASE_URL="http://127.0.0.1:9/v1"
+    )
+    assert detected(tmp_path, env)["qwen"]["auth"] == "unknown"

@@ -240,13 +240,16 @@ def _assert_idle_clis_tried(
 ) -> None:
     """A failed slot went to one idle detected CLI before the subagent, a new family first.
 
-    In this sandbox no idle CLI has a login, so the takeover fails too and is kept.
+    In this sandbox no idle CLI has a login, so the takeover fails too and is kept. A CLI
+    detection found logged out (qwen here, with no auth type) is no candidate at all.
     """
     seated = {v["attempts"][0]["runtime"] for v in result["voices"] if v["attempts"]}
     idle = {
         d["runtime"]: d
         for d in result["runtime_report"]["detected"]
-        if d["status"] == "available" and d["runtime"] not in seated
+        if d["status"] == "available"
+        and d.get("auth") != "logged-out"
+        and d["runtime"] not in seated
     }
     if not idle:
         assert tried == [], tried

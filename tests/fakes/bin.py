@@ -47,8 +47,8 @@ def install_fake(
 
     ``auth`` (ready, logged-out, unknown) is what the CLI's offline auth check will find:
     claude's and codex's status commands answer it (unknown: an exit status neither uses);
-    gemini, which has none, gets the files its check reads under ``bin_dir``'s parent, the
-    HOME most tests give it."""
+    gemini and qwen, which have none, get the files their checks read under ``bin_dir``'s
+    parent, the HOME most tests give it."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     env = {"FAKE_FORMAT": FORMATS.get(name, "text")}
     if answer is not None:
@@ -68,6 +68,11 @@ def install_fake(
         )
     if name == "gemini":
         _gemini_home(bin_dir.parent / ".gemini", auth)
+    if name == "qwen" and auth != "logged-out":
+        # qwen's check never says ready: an auth type chosen is as far as it can tell.
+        (bin_dir.parent / ".qwen").mkdir(parents=True, exist_ok=True)
+        settings = json.dumps({"security": {"auth": {"selectedType": "openai"}}})
+        (bin_dir.parent / ".qwen" / "settings.json").write_text(settings, encoding="utf-8")
     script.write_text(
         "#!/bin/sh\n"
         f'if [ "$1" = "--version" ]; then echo "{name} {version}"; exit 0; fi\n'

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from pathlib import Path
 
+from ..auth import AuthContext, AuthReading, Looked, home
+from ..backend_family import loads_jsonc, read_text
 from ..base import EnvPolicy
 from ..cli_adapter import CliAdapter
 from ..parsers import Parsed, error_message, json_objects, nonblank, one_line, tail
@@ -38,6 +42,40 @@ def parse(stdout: str, stderr: str) -> Parsed:
     return Parsed(None, f"no result element in qwen output: {tail(stdout or stderr)}")
 
 
+# The variables qwen infers an auth type from when its settings choose none, in its order;
+# only those its environment policy passes on can count.
+_ENV_AUTH = (("QWEN_OAUTH",), ("OPENAI_API_KEY", "OPENAI_MODEL", "OPENAI_BASE_URL"))
+AUTH_FIX = "qwen (then /auth to choose how it signs in)"
+
+
+def _qwen_dir(env: Mapping[str, str]) -> Path:
+    return Path(env["QWEN_HOME"]).expanduser() if env.get("QWEN_HOME") else home(env) / ".qwen"
+
+
+async def auth(ctx: AuthContext) -> AuthReading:
+    """qwen will not run headless without an auth type: its settings'
+    ``security.auth.selectedType``, else one inferred from its variables. Whether the chosen
+    way works is not told offline, so a choice reads as unknown and no choice as logged out."""
+    looked = Looked(ctx.env)
+    settings = _qwen_dir(ctx.env) / "settings.json"
+    if looked.file(settings):
+        doc = loads_jsonc(read_text(settings) or "")
+        security = doc.get("security") if isinstance(doc, dict) else None
+        chosen = security.get("auth") if isinstance(security, dict) else None
+        kind = chosen.get("selectedType") if isinstance(chosen, dict) else None
+        if isinstance(kind, str) and kind.strip():
+            return looked.reading("unknown", f"auth type {kind!r} selected in {settings}")
+    for names in _ENV_AUTH:
+        if all([looked.var(n) for n in names]):
+            return looked.reading("unknown", f"auth type inferred from {', '.join(names)}")
+    return looked.reading(
+        "logged-out",
+        f"no auth type selected in {settings}, and neither QWEN_OAUTH nor OPENAI_API_KEY with "
+        "OPENAI_MODEL and OPENAI_BASE_URL is set",
+        AUTH_FIX,
+    )
+
+
 ADAPTER = CliAdapter(
     name="qwen",
     executable="qwen",
@@ -46,4 +84,5 @@ ADAPTER = CliAdapter(
     args=("--approval-mode", "plan", "--exclude-tools", _TOOLS, "-o", "json"),
     env=EnvPolicy(prefixes=("OPENAI_", "QWEN_", "DASHSCOPE_", "BAILIAN_")),
     parse=parse,
+    auth=auth,
 )
