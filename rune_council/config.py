@@ -193,6 +193,16 @@ class SlotSpec(_Section):
     framing: str | None = Field(default=None, min_length=1, max_length=2000)
 
 
+class SummonSpec(_Section):
+    """One ``[[templates.NAME.summon]]`` entry: a member added in a later round."""
+
+    who: str = Field(default="any", pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
+    round: int = Field(default=2, ge=2, le=10)
+    on: Literal["round", "divergence"] = "round"
+    persona: str | None = Field(default=None, min_length=1, max_length=1000)
+    framing: str | None = Field(default=None, min_length=1, max_length=2000)
+
+
 class TemplateSpec(_Section):
     """One ``[templates.NAME]`` table, or one shipped file under ``rune_council/templates/``:
     a named council setup. Whatever a template leaves out, the council's default holds;
@@ -213,6 +223,7 @@ class TemplateSpec(_Section):
     on_divergence: Literal["warn", "halt", "continue"] | None = None
     convergence_threshold: float | None = Field(default=None, ge=0, le=1)
     vote_threshold: float | None = Field(default=None, gt=0, le=1)
+    summon: list[SummonSpec] = Field(default_factory=list, max_length=3)
 
     @field_validator("description")
     @classmethod
@@ -349,7 +360,7 @@ _TABLES_OF_TABLES: dict[str, type[BaseModel]] = {
     "chains": ChainSpec,
 }
 # Lists of tables inside a table of tables, by key: where an unknown key's nearest name is.
-_NESTED: dict[str, type[BaseModel]] = {"slots": SlotSpec}
+_NESTED: dict[str, type[BaseModel]] = {"slots": SlotSpec, "summon": SummonSpec}
 _SECTIONS: dict[str, type[BaseModel]] = {
     "council": CouncilSection,
     "subagent": SubagentSection,

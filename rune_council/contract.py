@@ -21,11 +21,11 @@ from pydantic import (
     model_validator,
 )
 
-# Writers write 2.4; readers accept 2.0 to 2.3 too, since each version only added to the
+# Writers write 2.5; readers accept 2.0 to 2.4 too, since each version only added to the
 # last. A new version adds optional fields only: bump the minor number here, add it to
 # SchemaVersion, regenerate contracts/ and describe it in contracts/council-voice-contract.md.
-SCHEMA_VERSION: Literal["2.4"] = "2.4"
-SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3", "2.4"]
+SCHEMA_VERSION: Literal["2.5"] = "2.5"
+SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3", "2.4", "2.5"]
 MAX_VOICES = 5
 MIN_VOICES = 2
 
@@ -182,6 +182,27 @@ class RoundsOptions(_Strict):
     )
 
 
+class Summon(_Strict):
+    """(2.5) A member added to the council in a later round of deliberation."""
+
+    who: str = Field(
+        default="any",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$",
+        description="A runtime's name, a model family, or 'any': the runtime ALLOCATE's "
+        "rule would seat next (a family the council lacks first).",
+    )
+    round: int = Field(
+        default=2, ge=2, le=10, description="The round it joins (on: round), from 2."
+    )
+    on: Literal["round", "divergence"] = Field(
+        default="round",
+        description="round: join at ``round``; divergence: join the round after the "
+        "consensus score first falls by more than 0.05, if another round runs.",
+    )
+    persona: str | None = Field(default=None, min_length=1, max_length=1000)
+    framing: str | None = Field(default=None, min_length=1, max_length=2000)
+
+
 class DeliberationOptions(_Strict):
     """Optional stages after ARBITRATE (contract 2.1)."""
 
@@ -218,6 +239,21 @@ class DeliberationOptions(_Strict):
     chained_from: str | None = Field(
         default=None, description="Run id of the red-team council whose register is the context."
     )
+    summon: list[Summon] = Field(
+        default_factory=list,
+        max_length=3,
+        description="(2.5) Members added in later rounds; each stays for every round after.",
+    )
+
+    @model_validator(mode="after")
+    def _summon_in_reach(self) -> DeliberationOptions:
+        late = [s for s in self.summon if s.on == "round" and s.round > self.rounds.max_rounds]
+        if late:
+            raise ValueError(
+                f"summon {late[0].who!r} joins in round {late[0].round}, but rounds.max_rounds "
+                f"is {self.rounds.max_rounds}: allow that many rounds"
+            )
+        return self
 
 
 # A template's or chain's name: a word a user types after --template / --chain.
@@ -423,6 +459,12 @@ class Voice(_Strict):
     validity: Validity = Field(default_factory=Validity)
     dropped_by: str | None = None
     drop_reason: str | None = None
+    joined_round: int | None = Field(
+        default=None,
+        ge=2,
+        description="(2.5) The round a summoned member joined; it counts from that round on. "
+        "None: seated at the start.",
+    )
 
 
 class DroppedVoice(_Strict):

@@ -41,6 +41,8 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
     for voice in result.voices:
         tag = " fallback" if voice.is_fallback else ""
         role = "" if voice.slot_role == "standard" else f" [{voice.slot_role}]"
+        if voice.joined_round is not None:
+            role += f" [summoned in round {voice.joined_round}]"
         state: str = voice.status
         if voice.status == "dropped":
             state = f"dropped: {one_line(voice.drop_reason or '', 400)}"

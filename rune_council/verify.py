@@ -187,6 +187,7 @@ def verify(recorded: CouncilResult) -> Verification:
 
     _check_deliberation(recorded, outcome)
     check_deliberation_texts(recorded, fresh, outcome)
+    _check_summoned(recorded, outcome)
 
     outcome.checked.append("notes (ARBITRATE's)")
     for note in after["notes"]:
@@ -236,6 +237,35 @@ def _check_deliberation(recorded: CouncilResult, outcome: Verification) -> None:
                     outcome.differences += diff(name, was, now)
                 elif was != now:
                     outcome.differences.append(Difference(name, was, now))
+
+
+def _check_summoned(recorded: CouncilResult, outcome: Verification) -> None:
+    """A summoned member takes part from the round it joined, in every round after, and in
+    no round before: so it counts in no threshold before it sat."""
+    joined = {v.id: v.joined_round for v in recorded.voices if v.joined_round is not None}
+    if not joined:
+        return
+    outcome.checked.append("voices[*].joined_round against the round records")
+    d = recorded.deliberation
+    records = d.rounds if d is not None else []
+    if not any(r.round >= min(joined.values()) for r in records):
+        outcome.differences.append(
+            Difference("voices[*].joined_round", dict(joined), "(no round record that late)")
+        )
+    for i, record in enumerate(records):
+        present = {v.voice_id for v in record.voices}
+        counted = set(record.vote.counted) if record.vote is not None else set()
+        ranked = {b.voice_id for b in record.rank.ballots} if record.rank is not None else set()
+        for vid, first in joined.items():
+            where = f"deliberation.rounds[{i}]"
+            if record.round < first and vid in present | counted | ranked:
+                outcome.differences.append(
+                    Difference(where, f"{vid} took part", f"{vid} joined in round {first}")
+                )
+            elif record.round >= first and vid not in present:
+                outcome.differences.append(
+                    Difference(f"{where}.voices", f"{vid} absent", f"{vid} sits from round {first}")
+                )
 
 
 # --------------------------------------------------------------------------- deliberation

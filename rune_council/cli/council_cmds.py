@@ -109,6 +109,13 @@ def run_command(
     on_divergence: Annotated[
         str | None, typer.Option(help="warn | halt | continue when consensus falls.")
     ] = None,
+    summon: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Add a member from a later round: a runtime, a model family or 'any', "
+            "optionally @ROUND (default 2); needs --rounds; repeatable."
+        ),
+    ] = None,
     chain: Annotated[
         str | None,
         typer.Option(
@@ -175,7 +182,13 @@ def run_command(
             request["artifact"] = {"name": artifact.name, "path": str(artifact.absolute())}
         request.update(
             deliberation_request(
-                deliberate, rounds, council_type, orchestrator, vote_threshold, on_divergence
+                deliberate,
+                rounds,
+                council_type,
+                orchestrator,
+                vote_threshold,
+                on_divergence,
+                summon=summon or (),
             )
         )
         chair = (

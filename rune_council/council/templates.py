@@ -74,6 +74,8 @@ class Template:
         }
         if rounds:
             deliberation["rounds"] = rounds
+        if spec.summon:
+            deliberation["summon"] = [s.model_dump(exclude_none=True) for s in spec.summon]
         if deliberation:
             out["deliberation"] = deliberation
         return out

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..contract import CouncilResult
+from ..errors import RequestError
 from ..safetext import plain
 
 
@@ -15,9 +17,15 @@ def deliberation_request(
     orchestrator: str | None,
     vote_threshold: float | None,
     on_divergence: str | None,
+    summon: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The ``deliberation`` part of a request from CLI options; {} when none was given."""
+    """The ``deliberation`` part of a request from CLI options; {} when none was given.
+
+    Each ``summon`` is ``WHO`` or ``WHO@ROUND`` (a runtime, a model family or ``any``).
+    """
     options: dict[str, Any] = {}
+    if summon:
+        options["summon"] = [_summon(given) for given in summon]
     if method is not None:
         options["method"] = method
     if council_type is not None:
@@ -34,6 +42,15 @@ def deliberation_request(
     if round_options:
         options["rounds"] = round_options
     return {"deliberation": options} if options else {}
+
+
+def _summon(given: str) -> dict[str, Any]:
+    who, _, at = given.partition("@")
+    if not at:
+        return {"who": who}
+    if not at.isdigit():
+        raise RequestError(f"--summon {given!r}: the round after @ must be a number (e.g. @2)")
+    return {"who": who, "round": int(at)}
 
 
 def render_deliberation(result: CouncilResult) -> str:

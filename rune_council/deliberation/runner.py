@@ -22,11 +22,13 @@ from ..contract import (
     PerspectiveRequest,
     RoundRecord,
     RoundVoice,
+    Summon,
     Voice,
 )
+from ..prompts import compose_prompt
 from ..runtimes.base import Runtime
 from ..runtimes.subagent import SubagentFn
-from ..stages.allocate import SlotPrompts
+from ..stages.allocate import Candidate, SlotPrompts, reseat
 from ..stages.dispatch import dispatch
 from ..stages.verdict import reach_verdict
 from . import redteam, registry, rounds
@@ -93,6 +95,10 @@ class _Rounds:
         self.chair = chair
         self.hooks = hooks
         self.seed = opts.shuffle_seed or result.id
+        # Summons waiting for their round; a divergence summon is given one when it fires.
+        self.waiting: list[tuple[Summon, int | None]] = [
+            (s, s.round if s.on == "round" else None) for s in opts.summon
+        ]
 
     @property
     def d(self) -> Deliberation:
@@ -122,9 +128,22 @@ class _Rounds:
                 model_family=v.model_family,
                 family_confidence=v.family_confidence,
                 is_fallback=v.is_fallback,
+                joined_round=v.joined_round,
             )
             for v in previous
         ]
+        for summon in self._due(round_no):
+            joined = self._summon(summon, round_no, seats)
+            if joined is not None:
+                seats.append(joined)
+                prompts.update(
+                    rounds.round_prompts(
+                        {joined.id: self.prompts[joined.id]},
+                        self.opts.rounds.round_prompt_prefix,
+                        draft,
+                        previous,
+                    )
+                )
         self.result.voices = seats
         self.hooks.emit(f"round {round_no}: dispatching {len(seats)} member(s) with the draft")
         await dispatch(
@@ -136,6 +155,53 @@ class _Rounds:
             self.hooks.voice_change,
         )
         self._rejudge()
+
+    def _due(self, round_no: int) -> list[Summon]:
+        due = [s for s, at in self.waiting if at == round_no]
+        self.waiting = [(s, at) for s, at in self.waiting if at != round_no]
+        return due
+
+    def _unsummoned(self, last: int) -> None:
+        for summon, at in self.waiting:
+            when = f"in round {at}" if at is not None else "on divergence"
+            why = "no divergence was detected" if at is None else f"it ended after round {last}"
+            self.d.notes.append(f"{summon.who!r} was to be summoned {when}; not summoned: {why}")
+        self.waiting = []
+
+    def _summon(self, summon: Summon, round_no: int, seats: list[Voice]) -> Voice | None:
+        """Seat a summoned member for this round and every later one, or say why not."""
+        runtime = summoned_runtime(summon.who, self.runtimes, seats, self.subagent, self.request)
+        why = "on divergence" if summon.on == "divergence" else "by request"
+        if runtime is None:
+            self.d.notes.append(
+                f"round {round_no}: could not summon {summon.who!r} ({why}): no available "
+                "runtime of that name or family"
+            )
+            return None
+        voice = Voice(
+            id=f"v{len(seats) + 1}",
+            slot_role="standard",
+            persona=summon.persona,
+            source=runtime.source,
+            runtime=runtime.name,
+            model_family=runtime.model_family,
+            family_confidence=runtime.family_confidence,
+            joined_round=round_no,
+        )
+        prompt = compose_prompt(
+            self.request, "standard", summon.persona, self.result.artifact_text, summon.framing
+        )
+        self.prompts.update(
+            adapt_prompts(
+                self.request, {voice.id: SlotPrompts(prompt, prompt, summon.persona or "")}
+            )
+        )
+        self.d.notes.append(
+            f"round {round_no}: summoned {voice.id} ({runtime.name}, {runtime.model_family}) "
+            f"{why} as {summon.who!r}; it counts from this round on"
+        )
+        self.hooks.emit(f"round {round_no}: summoned {voice.id} {runtime.name}")
+        return voice
 
     def _rejudge(self) -> None:
         """The new answers through the first pass's own judging; earlier notes and uses stay."""
@@ -215,10 +281,41 @@ class _Rounds:
                     f"round {round_no}: the verdict left {len(synthesis.open_questions)} "
                     "question(s) open, so it cannot close the council"
                 )
+            if decision.diverged:
+                # A divergence summon joins the next round, if there is one.
+                self.waiting = [(s, round_no + 1 if at is None else at) for s, at in self.waiting]
             self.hooks.emit(f"round {round_no} done: {decision.reason}")
             if decision.stop:
+                self._unsummoned(round_no)
                 break
             previous = score
+
+
+def summoned_runtime(
+    who: str,
+    runtimes: Mapping[str, Runtime],
+    seats: list[Voice],
+    subagent: Runtime | None,
+    request: PerspectiveRequest,
+) -> Runtime | None:
+    """Who answers a summons: the runtime so named; else an idle runtime of that family
+    (then a seated one); for ``any``, ALLOCATE's own rule over the idle runtimes (a family
+    the council lacks first), then the subagent."""
+    if who in runtimes and who != "any":
+        return runtimes[who]
+    seated = {v.runtime for v in seats}
+    idle = [r for name, r in runtimes.items() if name not in seated and r is not subagent]
+    if who == "any":
+        held = {v.model_family for v in seats if v.family_confidence == "confirmed"}
+        pick = reseat(
+            [Candidate(r.name, r.source, r.model_family, r.family_confidence) for r in idle],
+            held,
+            request.diversity.prefer_model_families,
+        )
+        return runtimes[pick.runtime] if pick is not None else subagent
+    family = [r for r in idle if r.model_family == who]
+    family += [r for r in runtimes.values() if r.model_family == who and r.name in seated]
+    return family[0] if family else None
 
 
 async def deliberate(
