@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from .contract import CouncilResult, TallyReport
 from .safetext import one_line, plain
 
@@ -96,48 +98,61 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
 
 def render_tally(report: TallyReport, source: str) -> str:
     """A council-DSL tally as text: what ``rune council tally`` prints and MCP returns."""
-    out: list[str] = []
+    return "\n".join(tally_lines(report, source))
+
+
+def tally_lines(report: TallyReport, source: str) -> Iterator[str]:
+    """A council-DSL tally as text, line by line (a tally of 100,000 rankers is printed as it
+    is rendered, never held whole)."""
     state = "valid" if report.valid else f"INVALID ({len(report.errors)} error(s))"
-    out.append(f"tally of {source}: {state}")
+    yield f"tally of {source}: {state}"
     pruned = {p.label: p for p in report.pruned}
-    out.append(
+    yield (
         "proposals: "
         + (" ".join(p + (" (pruned)" if p in pruned else "") for p in report.proposals) or "none")
     )
     for p in report.pruned:
-        out.append(f"  pruned {p.label} (line {p.line}): {p.reason}")
-    out.append("rankers:" if report.rankers else "rankers: none")
+        yield f"  pruned {p.label} (line {p.line}): {p.reason}"
+    yield "rankers:" if report.rankers else "rankers: none"
+    shown: dict[float, str] = {}  # points repeat; each value is formatted once
+
+    def number(v: float) -> str:
+        text = shown.get(v) if v else None  # 0.0 and -0.0 are one key but print apart
+        if text is None:
+            text = shown[v] = f"{v:g}"
+        return text
+
     for r in report.rankers:
-        points = " ".join(f"{k}={v:g}" for k, v in r.points.items()) or "-"
+        points = " ".join(f"{k}={number(v)}" for k, v in r.points.items()) or "-"
         rho = "-" if r.mean_spearman is None else f"{r.mean_spearman:.3f}"
         flag = "  DISSENTING" if r.dissenting else ""
-        out.append(
+        yield (
             f"  {r.ranker:<10} line {r.line:<4} {r.ballot or '(nothing left to rank)'}  "
             f"conf {r.conf:g}  points {points}  mean rho {rho}{flag}"
         )
     if report.scores:
-        out.append(
+        yield (
             "scores (Borda x conf): "
             + ", ".join(
                 f"{s.label} {s.score:g}" + (" [blocked]" if s.blocked else "")
                 for s in report.scores
             )
         )
-        out.append("final order: " + " > ".join("=".join(level) for level in report.final_order))
-    out.append(f"winner: {report.winner or 'none (no ballot, a tie, or all blocked)'}")
+        yield "final order: " + " > ".join("=".join(level) for level in report.final_order)
+    yield f"winner: {report.winner or 'none (no ballot, a tie, or all blocked)'}"
     for b in report.blocked:
-        out.append(f"blocked: {b.label} (lines {', '.join(map(str, b.lines))}): {b.reason}")
+        yield f"blocked: {b.label} (lines {', '.join(map(str, b.lines))}): {b.reason}"
     c = report.consensus
     if c.w is None:
-        out.append(f"consensus: undefined ({c.note})")
+        yield f"consensus: undefined ({c.note})"
     else:
-        out.append(
+        yield (
             f"consensus: W = {c.w:.4f} ({c.label}), {c.rankers} ranking(s) over "
             f"{c.proposals} proposal(s); {c.method}"
         )
-    out.append("dissenting rankers: " + (", ".join(report.dissenters) or "none"))
+    yield "dissenting rankers: " + (", ".join(report.dissenters) or "none")
     for v in report.votes:
-        out.append(
+        yield (
             f"vote on {v.target}: yes {len(v.yes)} ({', '.join(v.yes) or '-'}), "
             f"no {len(v.no)} ({', '.join(v.no) or '-'}), abstain {len(v.abstain)}"
         )
@@ -148,11 +163,10 @@ def render_tally(report: TallyReport, source: str) -> str:
             if s.closes
             else f"does NOT close the council: open {'; '.join(s.open)}"
         )
-        out.append(f"synth (line {s.line}): {s.text or '(no text)'} — {closing}")
+        yield f"synth (line {s.line}): {s.text or '(no text)'} — {closing}"
     if report.dropped:
-        out.append(f"dropped lines ({len(report.dropped)}):")
-        out += [f"  line {d.line}: {d.text}  — {d.reason}" for d in report.dropped]
+        yield f"dropped lines ({len(report.dropped)}):"
+        yield from (f"  line {d.line}: {d.text}  — {d.reason}" for d in report.dropped)
     if report.errors:
-        out.append(f"errors ({len(report.errors)}):")
-        out += [f"  line {e.line}: {e.text}  — {e.reason}" for e in report.errors]
-    return "\n".join(out)
+        yield f"errors ({len(report.errors)}):"
+        yield from (f"  line {e.line}: {e.text}  — {e.reason}" for e in report.errors)

@@ -234,3 +234,37 @@ def test_a_long_transcript_shares_one_tuple_per_level() -> None:
     moves = parse(text).moves
     assert len(moves) == 50
     assert all(m.ballot[1] is moves[0].ballot[1] for m in moves)
+
+
+def test_the_cli_prints_a_long_tally_exactly_as_rendered(tmp_path: Any) -> None:
+    # 2,500 rankers: the text is printed in chunks of 1,000 lines as it is rendered, and the
+    # JSON comes from the serializer as bytes; both must be the report, whole.
+    import json
+    import random
+    import subprocess
+    import sys
+
+    from rune_council.render import render_tally
+
+    rnd = random.Random(3)
+    lines = [f'PROPOSE {p} "proposal {p}"' for p in LABELS]
+    for k in range(2500):
+        chosen = rnd.sample(LABELS, rnd.randint(1, len(LABELS)))
+        lines.append(f"m{k} RANK {'>'.join(chosen)} conf={rnd.choice(['0.5', '1'])}")
+    text = "\n".join(lines) + "\n"
+    path = tmp_path / "ranks.txt"
+    path.write_text(text)
+    report = tally(parse(text))
+
+    def run(*extra: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "rune_council.cli", "council", "tally", str(path), *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert run() == render_tally(report, str(path)) + "\n"
+    assert json.loads(run("--json")) == report.model_dump(mode="json")
