@@ -322,3 +322,36 @@ def test_the_cli_reports_a_bad_template_with_exit_2(tmp_path: Path) -> None:
     assert "no template named 'nope'" in out.stderr
     missing = _rune(tmp_path, "council", QUESTION, "--template", "security-review", "--id", "n2")
     assert missing.returncode == 2 and "--artifact FILE" in missing.stderr
+
+
+def test_the_mcp_convene_tool_takes_a_template(tmp_path: Path) -> None:
+    import asyncio
+
+    from tests.fakes.bin import install_fake
+    from tests.mcp_client import connect, text_of
+
+    bin_dir = tmp_path / "bin"
+    install_fake(bin_dir, "claude", answer=answer(QUESTION, "NO", [ROLLBACK]))
+    install_fake(bin_dir, "codex", answer=answer(QUESTION, "NO", [UNDO]))
+    (tmp_path / "plan.md").write_text(PLAN, encoding="utf-8")
+
+    async def scenario() -> Any:
+        async with connect(tmp_path, "--yes") as session:
+            return await session.call_tool(
+                "convene",
+                {
+                    "question": QUESTION,
+                    "artifact_path": "plan.md",
+                    "id": "mcp-t",
+                    "n": 2,
+                    "template": "migration-critique",
+                },
+            )
+
+    result = asyncio.run(scenario())
+    assert not result.isError, text_of(result)
+    recorded = json.loads((tmp_path / ".rune" / "council" / "run-mcp-t.json").read_text())
+    assert recorded["request"]["template"]["name"] == "migration-critique"
+    assert recorded["request"]["mode"] == "critique"  # the template's, not the tool's default
+    assert recorded["request"]["n"] == 2  # the call's own argument wins
+    assert recorded["voices"][0]["persona"] == "a database engineer responsible for data integrity"

@@ -168,6 +168,7 @@ class CouncilServer:
                     env=self.settings.env,
                     on_event=on_event,
                     allow_external=decision.allow,
+                    template=args.template,
                 ),
             )
         )
@@ -200,11 +201,13 @@ class CouncilServer:
         request: dict[str, Any] = {
             "id": args.id or new_id(),
             "question": args.question,
-            "mode": args.mode,
-            "n": args.n,
             "budget": {"per_voice_timeout_s": args.timeout_s, "deadline_s": args.deadline_s},
             "diversity": {"prefer_model_families": args.prefer_families},
         }
+        # A template fills what the call leaves out, so only arguments given are passed on.
+        for key in ("mode", "n"):
+            if args.template is None or key in args.model_fields_set:
+                request[key] = getattr(args, key)
         if args.artifact_text is not None and args.artifact_path is not None:
             raise RequestError("give artifact_text or artifact_path, not both")
         if args.artifact_text is not None:

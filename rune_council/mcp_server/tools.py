@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..contract import (
     MAX_VOICES,
     MIN_VOICES,
+    SETUP_NAME_PATTERN,
     CouncilResult,
     DeliberationOptions,
     Mode,
@@ -90,6 +91,13 @@ class ConveneArgs(_Args):
     deliberation: DeliberationOptions | None = Field(
         default=None,
         description="Optional stages after the single pass: vote or rank, rounds, red team.",
+    )
+    template: str | None = Field(
+        default=None,
+        pattern=SETUP_NAME_PATTERN,
+        description="A named council setup (architecture-review, security-review, "
+        "migration-critique, api-design-judge, red-team, or one from council.toml); the "
+        "arguments given here override it.",
     )
 
 
