@@ -23,6 +23,7 @@ Kind = Literal[
     "answer",  # a normal completion
     "slow",  # wait delay_s, then answer
     "status",  # answer with an HTTP error status
+    "status_page",  # an HTTP error status whose body is `text` as it is (a proxy's page)
     "malformed_json",  # 200 with a body (or stream event) that is not JSON
     "truncated_stream",  # start the answer, then drop the connection mid-body
     "echo_key",  # an error body that quotes the Authorization header back
@@ -209,6 +210,10 @@ class _Handler(BaseHTTPRequestHandler):
         if b.kind == "status":
             message = {"error": {"message": f"model {model} is rate limited or broken"}}
             self._send(b.status, json.dumps(message).encode())
+            return
+        if b.kind == "status_page":
+            page = b.text if isinstance(b.text, str) else b.text(prompt)
+            self._send(b.status, page.encode())
             return
         if b.kind == "rate_limited" and self.app.refuse(model, b.times):
             payload = json.dumps({"error": {"message": "rate limit reached"}}).encode()

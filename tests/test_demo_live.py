@@ -47,3 +47,34 @@ def test_a_second_council_on_the_same_view_starts_its_clocks_afresh(tmp_path: Pa
 
 def test_a_pipe_is_not_a_terminal() -> None:
     assert not interactive(io.StringIO())
+
+
+def test_a_multi_line_reason_stays_on_its_row_in_the_live_table_and_the_plain_lines(
+    tmp_path: Path,
+) -> None:
+    from rich.console import Console
+
+    from rune_council.cli.live import Board
+    from rune_council.contract import RunEvent
+
+    result = convene(
+        demo_request("ml"), CouncilOptions(runtimes=demo_runtimes(0.1), rune_dir=tmp_path)
+    )
+    # A reason as an older run file or a plug-in may hold it: a JSON dump over many lines.
+    dump = 'gemini reported an error: {\n  "error": {\n    "code": 41\n  }\n}'
+    event = RunEvent(seq=99, at="2026-11-30T00:00:00Z", kind="voice.status", voice_id="v1",
+                     status="dropped", detail=dump)  # fmt: skip
+    board = Board()
+    board.update(result, event)
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(board.table())
+    printed = console.file.getvalue()  # type: ignore[attr-defined]
+    rows = [line for line in printed.splitlines() if re.match(r"^\W*v\d ", line)]
+    assert len(rows) == len(result.voices), printed
+    assert not any(
+        '"code"' in line and not re.match(r"^\W*v\d ", line) for line in printed.splitlines()
+    )
+
+    out = io.StringIO()
+    PlainProgress(out)(result, event)
+    assert len(out.getvalue().splitlines()) == 1, out.getvalue()

@@ -111,6 +111,19 @@ def test_a_status_failure_keeps_the_status_and_the_servers_message(server: OpenA
     assert "HTTP 503" in only.detail and "rate limited or broken" in only.detail
 
 
+def test_an_error_page_over_several_lines_becomes_a_one_line_reason(
+    server: OpenAIServer,
+) -> None:
+    page = "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n upstream down\n</body>"
+    server.behaviours[BAD] = Behaviour("status_page", text=page, status=502)
+    runtime = HttpRuntime(EndpointClient("lab", server.base_url), choice(BAD), None)
+    reply = ask(runtime)
+    [only] = reply.attempts
+    assert only.http_status == 502
+    assert "\n" not in only.detail and "\n" not in reply.detail
+    assert "HTTP 502" in only.detail and "upstream down" in only.detail
+
+
 def test_a_rejected_key_does_not_walk_through_every_model(server: OpenAIServer) -> None:
     server.behaviours[BAD] = Behaviour("status", status=401)
     pool = CandidatePool([choice(BAD), choice(GOOD_MODEL, "google")])
