@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -352,3 +353,31 @@ def test_an_unreadable_artifact_fails_its_item_only(tmp_path: Path) -> None:
     rows = {r.line: r for r in read_rows(tmp_path / "results.jsonl")}
     assert rows[1].status == "invalid" and "'a.md' is not a file" in (rows[1].error or "")
     assert rows[2].status == "complete" and len(rows) == 2
+
+
+def test_a_template_fills_what_items_and_flags_leave_open_and_a_rerun_resumes(
+    tmp_path: Path,
+) -> None:
+    from rune_council.config import load_config
+
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "council.toml").write_text(
+        '[templates.quick]\ndescription = "two voices, review"\nmode = "review"\nn = 2\n'
+    )
+    config = load_config(tmp_path / ".rune", {"RUNE_COUNCIL_CONFIG_DIR": str(conf)})
+    rows = questions(2)
+    rows[1]["mode"] = "critique"  # the item's own word beats the template
+    items = write_items(tmp_path / "items.jsonl", rows)
+    base = options(tmp_path, voices())
+    council = dataclasses.replace(base.council, template="quick", config=config)
+    opts = dataclasses.replace(base, council=council)
+    run(items, opts)
+    docs = {
+        i: json.loads((tmp_path / ".rune" / "council" / f"run-q{i}.json").read_text())
+        for i in (0, 1)
+    }
+    assert docs[0]["mode"] == "review" and docs[0]["voices_requested"] == 2
+    assert docs[1]["mode"] == "critique" and docs[1]["voices_requested"] == 2
+    tally = run(items, opts)
+    assert tally.resumed == 2

@@ -60,9 +60,9 @@ FORMATS = (".jsonl", ".csv")
 class Defaults:
     """What an item does not say for itself: the batch's flags."""
 
-    mode: str = "judge"
-    n: int = 3
-    timeout: float = 180.0
+    mode: str | None = None
+    n: int | None = None
+    timeout: float | None = None
     prefer: tuple[str, ...] = ()
 
 
@@ -302,20 +302,21 @@ def to_item(number: int, record: Mapping[str, Any], defaults: Defaults, base: Pa
             f"id {run_id[:80]!r} is not a safe file name (1-128 of A-Z a-z 0-9 . _ -, "
             "starting with a letter or digit, no '..')"
         )
-    request: dict[str, Any] = {
-        "id": run_id,
-        "question": _text(record["question"], "question"),
-        "mode": _text(record.get("mode", defaults.mode), "mode"),
-        "n": _number(record.get("n", defaults.n), "n", int),
-        "budget": {
-            "per_voice_timeout_s": _number(
-                record.get("timeout", defaults.timeout), "timeout", float
-            )
-        },
-        "diversity": {
-            "prefer_model_families": _families(record.get("prefer", list(defaults.prefer)))
-        },
-    }
+    request: dict[str, Any] = {"id": run_id, "question": _text(record["question"], "question")}
+    # What neither the item nor a flag says is left out, so a template or the contract's
+    # own default decides it, exactly as for a single council.
+    mode = record.get("mode", defaults.mode)
+    if mode is not None:
+        request["mode"] = _text(mode, "mode")
+    n = record.get("n", defaults.n)
+    if n is not None:
+        request["n"] = _number(n, "n", int)
+    timeout = record.get("timeout", defaults.timeout)
+    if timeout is not None:
+        request["budget"] = {"per_voice_timeout_s": _number(timeout, "timeout", float)}
+    prefer = record.get("prefer", list(defaults.prefer))
+    if prefer:
+        request["diversity"] = {"prefer_model_families": _families(prefer)}
     name = _text(record["artifact_name"], "artifact_name") if "artifact_name" in record else None
     if "artifact" in record and "artifact_text" in record:
         raise ValueError("give artifact (a path) or artifact_text, not both")

@@ -37,6 +37,13 @@ def _failed_row(run_id: str, line: int, path: Path, error: str) -> Row:
     return Row(id=run_id, line=line, status="failed", run_file=str(path), resumed=True, error=error)
 
 
+def _within(asked: Any, recorded: Any) -> bool:
+    """Every value ``asked`` sets is the same in ``recorded``."""
+    if isinstance(asked, dict) and isinstance(recorded, dict):
+        return all(k in recorded and _within(v, recorded[k]) for k, v in asked.items())
+    return bool(asked == recorded)
+
+
 def decide(
     run_id: str, line: int, path: Path, request: dict[str, Any], *, retry_failed: bool
 ) -> Decision:
@@ -49,8 +56,9 @@ def decide(
     except RunFileError as exc:
         return Decision(failed, _failed_row(run_id, line, path, str(exc)))
     if recorded.status == "complete":
-        asked = parse_request(request).model_dump(mode="json")
-        if recorded.request.model_dump(mode="json") != asked:
+        # Only what the item asks is compared: a template may have filled the rest.
+        asked = parse_request(request).model_dump(mode="json", exclude_unset=True)
+        if not _within(asked, recorded.request.model_dump(mode="json")):
             return Decision("rerun", why="the item changed since its run file was written")
         check = verify(recorded)
         if check.reproduced:

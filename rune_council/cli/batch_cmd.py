@@ -56,9 +56,13 @@ def batch_command(
         Path | None,
         typer.Option(help="Where results.jsonl goes (default .rune/batch/<items>.results.jsonl)."),
     ] = None,
-    mode: Annotated[str, typer.Option(help="Default mode: critique | review | judge.")] = "judge",
-    n: Annotated[int, typer.Option("--n", help="Default voices per council, 2-5.")] = 3,
-    timeout: Annotated[float, typer.Option(help="Default per-voice timeout (s).")] = 180.0,
+    mode: Annotated[
+        str | None, typer.Option(help="Default mode: critique | review | judge (judge).")
+    ] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Default voices per council (3).")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="Default per-voice timeout in seconds.")
+    ] = None,
     prefer: Annotated[
         list[str] | None, typer.Option(help="Model family to seat first; repeatable.")
     ] = None,
