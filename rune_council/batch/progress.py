@@ -117,7 +117,8 @@ class Bar(Pace):
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn
 
-        self._console = Console(file=stream)
+        # Item ids are the user's text; emoji codes in them stay text.
+        self._console = Console(file=stream, emoji=False)
         self._progress = Progress(
             TextColumn("batch"),
             BarColumn(),

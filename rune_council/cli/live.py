@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..safetext import markup, one_line, plain
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ..contract import CouncilResult, RunEvent
 
 OnEvent = Callable[["CouncilResult", "RunEvent"], None]
@@ -216,6 +218,14 @@ def interactive(stream: TextIO) -> bool:
     return tty and os.environ.get("TERM", "") != "dumb"
 
 
+def view_console(out: TextIO) -> Console:
+    """The console every live view prints on. Emoji codes stay off: a voice's ``:v:`` is
+    text, and rich would otherwise draw it as a picture whatever ``markup`` escaped."""
+    from rich.console import Console
+
+    return Console(file=out, highlight=False, emoji=False)
+
+
 @contextmanager
 def progress(enabled: bool = True, stream: TextIO | None = None) -> Iterator[OnEvent | None]:
     """The ``on_event`` callback for a council run, or None when progress is off (--json).
@@ -231,7 +241,6 @@ def progress(enabled: bool = True, stream: TextIO | None = None) -> Iterator[OnE
         yield PlainProgress(out)
         return
 
-    from rich.console import Console
     from rich.live import Live
 
     board = Board()
@@ -240,7 +249,7 @@ def progress(enabled: bool = True, stream: TextIO | None = None) -> Iterator[OnE
         board.update(result, event)
         live.refresh()
 
-    console = Console(file=out, highlight=False)
+    console = view_console(out)
     with Live(
         get_renderable=board.table,
         console=console,
