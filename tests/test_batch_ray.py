@@ -7,6 +7,8 @@ import asyncio
 import dataclasses
 import itertools
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +21,52 @@ from rune_council.runs import load
 from rune_council.runtimes.limits import Limits
 from rune_council.verify import verify
 from tests.test_batch import options, questions, voices, write_items
+from tests.test_batch_cli import env, fakes, items, rune
 
 pytestmark = pytest.mark.timeout(600)
 
 CAPPED = "anthropic-cli"
+RAY_FLAGS = ("--ray", "-c", "3", "--json")
+
+
+def test_cli_ray_batch_runs_the_clis_on_workers_and_a_local_rerun_keeps_it(
+    tmp_path: Path,
+) -> None:
+    # First in the file: the command starts (and stops) its own local cluster before the
+    # module's cluster below exists.
+    fakes(tmp_path)
+    path = items(tmp_path, 3)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rune_council.cli",
+            "council",
+            "batch",
+            str(path),
+            "--ray",
+            "-c",
+            "3",
+        ]
+        + ["--json"],
+        cwd=tmp_path,
+        env=env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 0, out.stderr
+    printed = [json.loads(line) for line in out.stdout.splitlines()]
+    assert sorted(r["id"] for r in printed) == ["b0", "b1", "b2"]
+    for row in printed:
+        assert row["status"] == "complete" and row["stamp"] == "MULTI_FAMILY"
+        result = load(Path(row["run_file"]))
+        assert {v.runtime for v in result.voices} == {"claude", "codex", "gemini"}
+        assert result.run_file == row["run_file"]
+    again = rune(tmp_path, str(path), "--json")
+    assert again.returncode == 0, again.stderr
+    assert all(json.loads(line)["resumed"] for line in again.stdout.splitlines())
 
 
 @pytest.fixture(scope="module")

@@ -74,13 +74,13 @@ def council_task(
     return data, error
 
 
-def capped_runtimes(options: CouncilOptions, limits: Limits) -> dict[str, int]:
+async def capped_runtimes(options: CouncilOptions, limits: Limits) -> dict[str, int]:
     """The caps of the runtimes a council may seat, as far as the driver can know them: the
     caller's runtimes, else the CLIs detected here; plus every cap the user named."""
     caps = dict(limits.caps)
     runtimes = list(options.runtimes or []) + list(options.extra_runtimes)
     if options.runtimes is None:
-        runtimes += _detected(options)
+        runtimes += await _detected(options)
     for runtime in runtimes:
         cap = limits.cap(runtime)
         if cap is not None:
@@ -88,13 +88,13 @@ def capped_runtimes(options: CouncilOptions, limits: Limits) -> dict[str, int]:
     return caps
 
 
-def _detected(options: CouncilOptions) -> list[Any]:
+async def _detected(options: CouncilOptions) -> list[Any]:
     from ..discovery.assembly import assemble_clis
 
     where = RuneDir.resolve(options.rune_dir)
     env = dict(os.environ) if options.env is None else dict(options.env)
-    clis = asyncio.run(
-        assemble_clis(where, env=env, allow_external=options.allow_external, config=options.config)
+    clis = await assemble_clis(
+        where, env=env, allow_external=options.allow_external, config=options.config
     )
     return list(clis.runtimes)
 

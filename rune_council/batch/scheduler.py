@@ -137,7 +137,7 @@ class Batch:
 
             council = self.options.council
             assert council.limits is not None
-            caps = capped_runtimes(council, council.limits)
+            caps = await capped_runtimes(council, council.limits)
             ray = RayConvener(council, caps, self.options.ray_address)
             self.notes += ray.notes
             try:
