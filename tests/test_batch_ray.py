@@ -37,18 +37,7 @@ def test_cli_ray_batch_runs_the_clis_on_workers_and_a_local_rerun_keeps_it(
     fakes(tmp_path)
     path = items(tmp_path, 3)
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rune_council.cli",
-            "council",
-            "batch",
-            str(path),
-            "--ray",
-            "-c",
-            "3",
-        ]
-        + ["--json"],
+        [sys.executable, "-m", "rune_council.cli", "council", "batch", str(path), *RAY_FLAGS],
         cwd=tmp_path,
         env=env(tmp_path),
         capture_output=True,
