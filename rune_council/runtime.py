@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
 
@@ -78,3 +78,44 @@ class Runtime(Protocol):
 def is_runtime(value: object) -> bool:
     """True for an object that implements the whole protocol (not a bare callable)."""
     return isinstance(value, Runtime)
+
+
+class RuntimeWrapper:
+    """A runtime around another: a subclass changes ``ask``; the name, family and whatever
+    else the inner runtime offers (an HTTP voice's ``model``, ``reseats``, ...) read through."""
+
+    def __init__(self, inner: Runtime) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def source(self) -> VoiceSource:
+        return self.inner.source
+
+    @property
+    def model_family(self) -> str:
+        return self.inner.model_family
+
+    @property
+    def family_confidence(self) -> FamilyConfidence:
+        return self.inner.family_confidence
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "inner":  # not set yet (a copy being rebuilt): no endless lookup
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    async def ask(
+        self,
+        prompt: str,
+        *,
+        timeout_s: float,
+        max_output_bytes: int,
+        check: ReplyCheck | None = None,
+    ) -> RuntimeReply:
+        return await self.inner.ask(
+            prompt, timeout_s=timeout_s, max_output_bytes=max_output_bytes, check=check
+        )

@@ -7,14 +7,10 @@ own tally. The pipeline says which stage it is in.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
-from ..contract import FamilyConfidence, PromptCost, PromptUse, VoiceSource
-from ..runtime import ReplyCheck, Runtime, RuntimeReply
-
-if TYPE_CHECKING:
-    from .seating import Seating
+from ..contract import PromptCost, PromptUse
+from ..runtime import ReplyCheck, Runtime, RuntimeReply, RuntimeWrapper
 
 Stage = Literal["answer", "deliberation", "chair"]
 
@@ -50,29 +46,13 @@ class PromptMeter:
         return PromptCost(bytes=total, tokens_est=estimated_tokens(total), by_use=uses)
 
 
-class MeteredRuntime:
+class MeteredRuntime(RuntimeWrapper):
     """A runtime whose every prompt is counted; everything else is the runtime's own."""
 
     def __init__(self, inner: Runtime, meter: PromptMeter, stage: Stage | None = None) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._meter = meter
         self._stage = stage
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def source(self) -> VoiceSource:
-        return self._inner.source
-
-    @property
-    def model_family(self) -> str:
-        return self._inner.model_family
-
-    @property
-    def family_confidence(self) -> FamilyConfidence:
-        return self._inner.family_confidence
 
     async def ask(
         self,
@@ -82,26 +62,7 @@ class MeteredRuntime:
         max_output_bytes: int,
         check: ReplyCheck | None = None,
     ) -> RuntimeReply:
-        self._meter.count(self._inner.name, prompt, self._stage)
-        return await self._inner.ask(
+        self._meter.count(self.inner.name, prompt, self._stage)
+        return await super().ask(
             prompt, timeout_s=timeout_s, max_output_bytes=max_output_bytes, check=check
         )
-
-    def __getattr__(self, attr: str) -> Any:
-        # What a particular runtime offers besides the protocol (an HTTP voice's model,
-        # whether it may be reseated, ...) reads through to it.
-        return getattr(self._inner, attr)
-
-
-def metered(seats: Seating, meter: PromptMeter) -> Seating:
-    """The same seating with every runtime counted; one wrapper per runtime, so a runtime
-    seated twice (a CLI that is also the subagent) is still one object."""
-    wrapped: dict[int, Runtime] = {}
-
-    def wrap(runtime: Runtime) -> Runtime:
-        return wrapped.setdefault(id(runtime), MeteredRuntime(runtime, meter))
-
-    subagent = wrap(seats.subagent) if seats.subagent is not None else None
-    return dataclasses.replace(
-        seats, available=[wrap(r) for r in seats.available], subagent=subagent
-    )

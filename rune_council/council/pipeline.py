@@ -23,7 +23,7 @@ from ..stages.dispatch import dispatch, late_voice_ids
 from ..stages.verdict import reach_verdict
 from . import templates
 from .lifecycle import RunLog, now, run_blocking
-from .metering import MeteredRuntime, PromptMeter, metered
+from .metering import MeteredRuntime, PromptMeter
 from .options import CouncilOptions
 from .request import Artifact, claim_run_file, parse_request, read_artifact, refuse_unserved
 from .seating import Seating, as_runtime, seat
@@ -61,7 +61,9 @@ async def _convene(req: PerspectiveRequest, opts: CouncilOptions) -> CouncilResu
     config = _config(opts, where, env)
     req = _with_config_defaults(req, config)
     meter = PromptMeter()
-    seats = metered(await seat(opts, where, env, config), meter)
+    seats = (await seat(opts, where, env, config)).rewrapped(
+        lambda runtime: MeteredRuntime(runtime, meter)
+    )
     try:
         plan = _plan(req, seats, artifact)
         run = _skeleton(req, plan, seats, artifact, run_path, opts)

@@ -7,7 +7,7 @@ The subagent precedence lives here, once, so the library and every door agree on
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -122,6 +122,21 @@ class Seating:
             found.setdefault(self.subagent.name, self.subagent)
         return found
 
+    def rewrapped(self, wrap: Callable[[Runtime], Runtime]) -> Seating:
+        """The same seats with every runtime wrapped once: a runtime that is both a voice
+        and the subagent stays one object, so dispatch still tells them apart."""
+        done: dict[int, Runtime] = {}
+
+        def once(runtime: Runtime) -> Runtime:
+            if id(runtime) not in done:
+                done[id(runtime)] = wrap(runtime)
+            return done[id(runtime)]
+
+        subagent = once(self.subagent) if self.subagent is not None else None
+        return dataclasses.replace(
+            self, available=[once(r) for r in self.available], subagent=subagent
+        )
+
     async def aclose(self) -> None:
         if self.http is not None:
             await self.http.aclose()
@@ -177,23 +192,12 @@ async def seat(
         notes += http.notes
         if subagent is None:
             subagent = http.subagent
-    if options.limits is not None:
-        # Every call of every seat waits for its runtime's shared slot; one wrapper per
-        # runtime, so a runtime that is both a voice and the subagent stays one object.
-        wrapped: dict[int, Runtime] = {}
-        limits = options.limits
-
-        def bound(runtime: Runtime) -> Runtime:
-            if id(runtime) not in wrapped:
-                wrapped[id(runtime)] = limits.wrap(runtime)
-            return wrapped[id(runtime)]
-
-        available = [bound(r) for r in available]
-        subagent = bound(subagent) if subagent is not None else None
-    return Seating(
+    seating = Seating(
         available=available,
         subagent=subagent,
         report=RuntimeReport(detected=detected, checked_at=checked_at, consent=consent),
         notes=notes,
         http=http,
     )
+    # Every call of every seat waits for its runtime's shared slot.
+    return seating.rewrapped(options.limits.wrap) if options.limits is not None else seating

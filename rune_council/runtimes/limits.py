@@ -20,9 +20,9 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..runtime import ReplyCheck, Runtime, RuntimeReply
+from ..runtime import ReplyCheck, Runtime, RuntimeReply, RuntimeWrapper
 
 if TYPE_CHECKING:
     from ..config import CouncilConfig
@@ -120,34 +120,12 @@ class Limits:
         return Limited(runtime, self)
 
 
-class Limited:
+class Limited(RuntimeWrapper):
     """A runtime whose calls wait for a slot; everything else is the runtime's own."""
 
     def __init__(self, inner: Runtime, limits: Limits) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.limits = limits
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def source(self) -> Any:
-        return self.inner.source
-
-    @property
-    def model_family(self) -> str:
-        return self.inner.model_family
-
-    @property
-    def family_confidence(self) -> Any:
-        return self.inner.family_confidence
-
-    def __getattr__(self, attr: str) -> Any:
-        # model, reseats, limit_key ...: read through to the runtime.
-        if attr in ("inner", "limits"):
-            raise AttributeError(attr)
-        return getattr(self.inner, attr)
 
     async def ask(
         self,
@@ -159,7 +137,7 @@ class Limited:
     ) -> RuntimeReply:
         # The wait for a slot is not part of the voice's timeout: it starts when it may run.
         async with self.limits.slot(self.inner):
-            return await self.inner.ask(
+            return await super().ask(
                 prompt, timeout_s=timeout_s, max_output_bytes=max_output_bytes, check=check
             )
 
