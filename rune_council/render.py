@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import chain
 
-from .contract import CouncilResult, TallyReport
+from .contract import CouncilResult, RankerDetail, TallyReport
 from .safetext import one_line, plain
 
 
@@ -101,9 +102,12 @@ def render_tally(report: TallyReport, source: str) -> str:
     return "\n".join(tally_lines(report, source))
 
 
-def tally_lines(report: TallyReport, source: str) -> Iterator[str]:
+def tally_lines(
+    report: TallyReport, source: str, rankers: Iterable[RankerDetail] | None = None
+) -> Iterator[str]:
     """A council-DSL tally as text, line by line (a tally of 100,000 rankers is printed as it
-    is rendered, never held whole)."""
+    is rendered, never held whole). ``rankers``: the details to show instead of the report's
+    own, made one at a time (``TallyParts.rankers``)."""
     state = "valid" if report.valid else f"INVALID ({len(report.errors)} error(s))"
     yield f"tally of {source}: {state}"
     pruned = {p.label: p for p in report.pruned}
@@ -113,7 +117,9 @@ def tally_lines(report: TallyReport, source: str) -> Iterator[str]:
     )
     for p in report.pruned:
         yield f"  pruned {p.label} (line {p.line}): {p.reason}"
-    yield "rankers:" if report.rankers else "rankers: none"
+    details = iter(report.rankers if rankers is None else rankers)
+    first = next(details, None)
+    yield "rankers: none" if first is None else "rankers:"
     shown: dict[float, str] = {}  # points repeat; each value is formatted once
 
     def number(v: float) -> str:
@@ -122,7 +128,7 @@ def tally_lines(report: TallyReport, source: str) -> Iterator[str]:
             text = shown[v] = f"{v:g}"
         return text
 
-    for r in report.rankers:
+    for r in chain([] if first is None else [first], details):
         points = " ".join(f"{k}={number(v)}" for k, v in r.points.items()) or "-"
         rho = "-" if r.mean_spearman is None else f"{r.mean_spearman:.3f}"
         flag = "  DISSENTING" if r.dissenting else ""
@@ -170,3 +176,38 @@ def tally_lines(report: TallyReport, source: str) -> Iterator[str]:
     if report.errors:
         yield f"errors ({len(report.errors)}):"
         yield from (f"  line {e.line}: {e.text}  — {e.reason}" for e in report.errors)
+
+
+_RANKERS_EMPTY = b'\n  "rankers": [],\n'
+
+
+def tally_json_chunks(
+    report: TallyReport, rankers: Iterable[RankerDetail], per_chunk: int = 1000
+) -> Iterator[bytes]:
+    """``report`` as the JSON document its serializer makes with ``indent=2``, the ``rankers``
+    spliced in as they come: the bytes of a tally of 100,000 rankers (about 90 MB) are never
+    held whole. ``report.rankers`` must be empty."""
+    whole = TallyReport.__pydantic_serializer__.to_json(report, indent=2)
+    # The first top-level key after "valid" and "proposals" (strings, whose newlines are
+    # escaped), so the first match is the field itself.
+    head, found, tail = whole.partition(_RANKERS_EMPTY)
+    if not found or report.rankers:
+        raise ValueError("the report to splice rankers into must have none of its own")
+    serialize = RankerDetail.__pydantic_serializer__.to_json
+    # Two levels deep: each detail, serialized alone, is indented by four more spaces.
+    items = (b"\n    " + serialize(r, indent=2).replace(b"\n", b"\n    ") for r in rankers)
+    chunk = [head + b'\n  "rankers": [']
+    separator = b""
+    count = 0
+    for item in items:
+        chunk += (separator, item)
+        separator = b","
+        count += 1
+        if count % per_chunk == 0:
+            yield b"".join(chunk)
+            chunk.clear()
+    if not count:
+        yield whole
+        return
+    chunk.append(b"\n  ],\n" + tail)
+    yield b"".join(chunk)

@@ -236,13 +236,25 @@ def test_a_long_transcript_shares_one_tuple_per_level() -> None:
     assert all(m.ballot[1] is moves[0].ballot[1] for m in moves)
 
 
-def test_the_cli_prints_a_long_tally_exactly_as_rendered(tmp_path: Any) -> None:
-    # 2,500 rankers: the text is printed in chunks of 1,000 lines as it is rendered, and the
-    # JSON comes from the serializer as bytes; both must be the report, whole.
-    import json
-    import random
+def _cli_tally(path: Any, *extra: str, code: int = 0) -> str:
     import subprocess
     import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "rune_council.cli", "council", "tally", str(path), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == code, done.stderr
+    return done.stdout
+
+
+def test_the_cli_prints_a_long_tally_exactly_as_rendered(tmp_path: Any) -> None:
+    # 2,500 rankers: the text is printed in chunks of 1,000 lines and the JSON document with
+    # each ranker's detail spliced in as it is made; both must be the whole report's own
+    # rendering, byte for byte.
+    import random
 
     from rune_council.render import render_tally
 
@@ -256,15 +268,39 @@ def test_the_cli_prints_a_long_tally_exactly_as_rendered(tmp_path: Any) -> None:
     path.write_text(text)
     report = tally(parse(text))
 
-    def run(*extra: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "rune_council.cli", "council", "tally", str(path), *extra],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+    assert _cli_tally(path) == render_tally(report, str(path)) + "\n"
+    assert _cli_tally(path, "--json") == report.model_dump_json(indent=2) + "\n"
 
-    assert run() == render_tally(report, str(path)) + "\n"
-    assert json.loads(run("--json")) == report.model_dump(mode="json")
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Every section of the report around the rankers: pruned, blocked, dropped (superseded
+        # and unknown), votes, a synth with open questions, an escalated REQUIRE, dissent.
+        "\n".join(
+            [
+                '@phase propose\nPROPOSE p1 "one"\nPROPOSE p2 "two \\"quoted\\""',
+                'PROPOSE p3 "three"',
+                'PROPOSE p4 "four"\nREQUIRE MUST-NOT -> p4 ev=policy.md:3 "never"',
+                'REQUIRE SHOULD -> p1 "uncited"\nc CRITIQUE MUST -> p2 "no rollback"',
+                "@phase rank\na RANK p1>p2>p3>p4 conf=0.9\nb RANK p1>p2=p3\nc RANK p1>p3>p2",
+                "d RANK p3>p2>p1 conf=0.5\na RANK p2>p1>p3\ne RANK p9>p1",
+                "@phase vote\na VOTE -> p1 yes\nb VOTE -> p1 no\nb VOTE -> p1 yes\nc ABSTAIN -> p1",
+                '@phase synth\nSYNTH "take p1" open=["who signs off?", "when"]',
+            ]
+        ),
+        # No ranker at all: the document has an empty list where the details would be.
+        'PROPOSE p1 "one"\nPROPOSE p2 "two"\na CLAIM -> p1 ev=x.md:1 "fine"',
+        # Only rankers whose every choice was pruned.
+        'PROPOSE p1 "one"\nREQUIRE MUST-NOT -> p1 ev=p.md:1 "no"\na RANK p1\nb RANK p1',
+    ],
+)
+def test_the_cli_json_is_the_whole_reports_document(tmp_path: Any, text: str) -> None:
+    from rune_council.render import render_tally
+
+    path = tmp_path / "t.dsl"
+    path.write_text(text)
+    report = tally(parse(text))
+    code = 0 if report.valid else 1
+    assert _cli_tally(path, "--json", code=code) == report.model_dump_json(indent=2) + "\n"
+    assert _cli_tally(path, code=code) == render_tally(report, str(path)) + "\n"

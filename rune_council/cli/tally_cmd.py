@@ -46,10 +46,9 @@ def tally_command(
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the tally as JSON.")] = False,
 ) -> None:
-    from ..contract import TallyReport
     from ..deliberation.dsl import parse
-    from ..deliberation.tally import tally
-    from ..render import tally_lines
+    from ..deliberation.tally import tally_parts
+    from ..render import tally_json_chunks, tally_lines
 
     if file == "-":
         raw = sys.stdin.read(MAX_TRANSCRIPT_BYTES)
@@ -74,14 +73,17 @@ def tally_command(
     gc.disable()
     transcript = parse(_transcript_from(raw))
     del raw  # the moves keep what they need of the text
-    report = tally(transcript)
+    # Each ranker's detail is made as it is printed, so a long tally never holds them all.
+    parts = tally_parts(transcript)
     del transcript
+    report = parts.report
     if as_json:
-        # Bytes straight from the serializer: no second copy of a large report as text.
-        typer.echo(TallyReport.__pydantic_serializer__.to_json(report, indent=2))
+        for data in tally_json_chunks(report, parts.rankers()):
+            typer.echo(data, nl=False)
+        typer.echo(b"\n", nl=False)
     else:
         chunk: list[str] = []
-        for line in tally_lines(report, source):
+        for line in tally_lines(report, source, parts.rankers()):
             chunk.append(line)
             if len(chunk) == 1000:
                 typer.echo(plain("\n".join(chunk)))

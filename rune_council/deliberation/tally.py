@@ -16,7 +16,8 @@ Order of work, so that policy acts before preference:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from ..contract import (
     BlockedProposal,
@@ -62,7 +63,76 @@ def _proposals(moves: Sequence[Move]) -> tuple[list[str], dict[str, str], bool]:
     return list(seen), texts, False
 
 
+@dataclass(slots=True)
+class _Counted:
+    """One counted ballot, as small as it can be kept: a tally of 100,000 rankers holds this
+    many at once, and the detail (a model with a dict of points) is made from it on demand."""
+
+    ranker: str
+    line: int
+    ballot: str
+    conf: float
+    row: concordance.Placed
+    mean: float | None = None
+    dissenting: bool = False
+
+
+class TallyParts:
+    """A tally whose per-ranker details are made one at a time, for a caller that writes them
+    out as they come (``report`` has every field but ``rankers``, which is empty)."""
+
+    def __init__(
+        self,
+        report: TallyReport,
+        counted: list[_Counted],
+        active: list[str],
+        tables: dict[float, list[float]],
+    ) -> None:
+        self.report = report
+        self._counted = counted
+        self._active = active
+        self._tables = tables
+
+    def rankers(self) -> Iterator[RankerDetail]:
+        """Every ranker's detail, in line order, as ``tally`` reports them."""
+        active = self._active
+        for c in self._counted:
+            table = self._tables[c.conf]
+            detail = RankerDetail(
+                ranker=c.ranker,
+                line=c.line,
+                ballot=c.ballot,
+                conf=c.conf,
+                points={},
+                mean_spearman=c.mean,
+                dissenting=c.dissenting,
+            )
+            # Built here from labels and floats; validating 10,000 such dicts again costs more
+            # than the rest of the tally. Every detail has every field set, so they share one
+            # record of that instead of a set each (pydantic's own model_construct does too).
+            detail.points = dict(
+                zip(
+                    map(active.__getitem__, c.row.items),
+                    map(table.__getitem__, c.row.doubled),
+                    strict=True,
+                )
+            )
+            object.__setattr__(detail, "__pydantic_fields_set__", _ALL_SET)
+            yield detail
+
+    def whole(self) -> TallyReport:
+        """The report with every ranker's detail in it."""
+        report = self.report.model_copy()
+        report.rankers = list(self.rankers())
+        return report
+
+
 def tally(transcript: Transcript) -> TallyReport:
+    return tally_parts(transcript).whole()
+
+
+def tally_parts(transcript: Transcript) -> TallyParts:
+    """The tally, with the per-ranker details left to be made one at a time."""
     dropped = [_dropped(d) for d in transcript.dropped]
     errors = [MoveError(line=e.line, text=e.text, reason=e.reason) for e in transcript.errors]
     proposals, texts, declared = _proposals(transcript.moves)
@@ -142,7 +212,7 @@ def tally(transcript: Transcript) -> TallyReport:
     n = len(active)
     index = {p: j for j, p in enumerate(active)}
     totals = [0.0] * n
-    rankers: list[RankerDetail] = []
+    rankers: list[_Counted] = []
     rows: list[concordance.Placed] = []
     # Kept as bytes when the ranks fit in one (up to 127 proposals): a fifth of the memory of
     # lists, which matters at 100,000 rankers.
@@ -162,24 +232,14 @@ def tally(transcript: Transcript) -> TallyReport:
         table = points_of.get(conf)
         if table is None:
             table = points_of[conf] = [(n - r / 2) * conf for r in range(2 * n + 2)]
-        values = list(map(table.__getitem__, row.doubled))
-        for j, value in zip(row.items, values, strict=True):
-            totals[j] += value
-        detail = RankerDetail(
-            ranker=who,
-            line=m.line,
-            ballot=m.args[0] if m.args and not gone else ballot_text(levels),
-            conf=conf,
-            points={},
-        )
-        # Built here from labels and floats; validating 10,000 such dicts again costs more
-        # than the rest of the tally. Every detail has every field set, so they share one
-        # record of that instead of a set each (pydantic's own model_construct does the same).
-        detail.points = dict(zip(map(active.__getitem__, row.items), values, strict=True))
-        object.__setattr__(detail, "__pydantic_fields_set__", _ALL_SET)
-        rankers.append(detail)
+        for j, r in zip(row.items, row.doubled, strict=True):
+            totals[j] += table[r]
+        if compact:
+            row = concordance.compact(row)
+        ballot = m.args[0] if m.args and not gone else ballot_text(levels)
+        rankers.append(_Counted(who, m.line, ballot, conf, row))
         ballots.append(levels)
-        rows.append(concordance.compact(row) if compact else row)
+        rows.append(row)
 
     # Float sums depend on the order of addition; rounding makes the verdict independent of it.
     scores = {p: round(v, ROUNDING) for p, v in zip(active, totals, strict=True)}
@@ -229,16 +289,16 @@ def tally(transcript: Transcript) -> TallyReport:
             found = iter(complete_means)
             means = [next(found) if row.items else None for row in rows]
         placed = [
-            (detail, None if mean is None else round(mean, ROUNDING))
-            for detail, mean, levels in zip(rankers, means, ballots, strict=True)
+            (counted_, None if mean is None else round(mean, ROUNDING))
+            for counted_, mean, levels in zip(rankers, means, ballots, strict=True)
             if levels
         ]
         apart = concordance.standing_apart([mean for _, mean in placed])
-        for (detail, mean), dissenting in zip(placed, apart, strict=True):
-            detail.mean_spearman = None if mean is None else round(mean, 6)
+        for (counted_, mean), dissenting in zip(placed, apart, strict=True):
+            counted_.mean = None if mean is None else round(mean, 6)
             if len(counted) >= MIN_RANKERS_FOR_DISSENT and dissenting:
-                detail.dissenting = True
-                dissenters.append(detail.ranker)
+                counted_.dissenting = True
+                dissenters.append(counted_.ranker)
         everyone_below = bool(placed) and all(m is not None and m < 0 for _, m in placed)
         if len(counted) >= MIN_RANKERS_FOR_DISSENT and everyone_below:
             cycle = concordance.majority_cycle(counted, active)
@@ -260,10 +320,10 @@ def tally(transcript: Transcript) -> TallyReport:
             line=last.line, text=last.note or "", open=open_items, closes=not open_items
         )
 
-    return TallyReport(
+    report = TallyReport(
         valid=not errors,
         proposals=proposals,
-        rankers=rankers,
+        rankers=[],
         scores=[
             ProposalScore(
                 label=p,
@@ -285,6 +345,7 @@ def tally(transcript: Transcript) -> TallyReport:
         dropped=sorted(dropped, key=lambda d: d.line),
         errors=errors,
     )
+    return TallyParts(report, rankers, active, points_of)
 
 
 def _first_unknown(m: Move, known: set[str]) -> str | None:
