@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 import sys
 
+from . import lifetime  # first: it tunes the collector before the heavy imports
+
+# isort: split
 from ..errors import ExitCode, exit_code_for
 from . import (
     batch_cmd,  # noqa: F401  (registers the commands)
@@ -33,11 +36,14 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        sys.exit(ExitCode.CANCELLED)
+        lifetime.exit_now(ExitCode.CANCELLED)
+    except SystemExit as done:
+        lifetime.exit_now(done.code)
     except Exception as exc:  # one clear line, no traceback, unless asked for one
         if os.environ.get("RUNE_DEBUG"):
             raise
         code = exit_code_for(exc)
         what = "I/O error" if code == ExitCode.IO_ERROR else "internal error"
         print(f"rune: {what}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(code)
+        lifetime.exit_now(code)
+    lifetime.exit_now(0)
