@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 # Loaded by tools beside us (httpx's own command line, a terminal renderer, the regex engine
-# for user patterns) but never needed by a council of HTTP voices answering as JSON.
-NOT_NEEDED = ("rich", "pygments", "click", "regex")
+# for user patterns, the process-tree library and libc bindings for CLI voices) but never
+# needed by a council of HTTP voices answering as JSON.
+NOT_NEEDED = ("rich", "pygments", "click", "regex", "psutil", "ctypes", "configparser")
 
 
 def loaded_after(code: str) -> list[str]:

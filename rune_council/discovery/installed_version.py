@@ -11,7 +11,6 @@ bounded, parsed as data, never run.
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 from pathlib import Path
@@ -95,6 +94,8 @@ def _declares_script(entry_points: Path, name: str) -> bool:
         return False
     if cut:
         return False
+    import configparser  # only when a Python CLI is found on PATH
+
     parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # names keep their case
     try:

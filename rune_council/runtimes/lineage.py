@@ -17,18 +17,21 @@ Where a mechanism is missing (another OS, no ctypes) the others still apply.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
+import functools
 import itertools
 import os
-import secrets
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    # psutil loads where it is used: a council of endpoints alone never starts a process,
+    # and importing it costs every council about 7 ms.
+    import psutil
+
 
 __all__ = [
     "MARKER_VAR",
@@ -54,7 +57,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 # Voices started outside any council run (direct library use) still get a marker unique to
 # this process, so their lineage can be found all the same.
-_PROCESS_MARKER = secrets.token_hex(8)
+_PROCESS_MARKER = os.urandom(8).hex()
 _run_marker: ContextVar[str] = ContextVar("rune_council_run_marker", default=_PROCESS_MARKER)
 _serial = itertools.count(1)
 _subreaper_lock = threading.Lock()
@@ -68,6 +71,8 @@ _live_lock = threading.Lock()
 
 
 def track(voice_marker: str, pid: int) -> None:
+    import psutil
+
     run = voice_marker.rsplit(".", 1)[0]
     try:
         started = psutil.Process(pid).create_time()
@@ -95,6 +100,8 @@ def live_voices(run: str) -> list[tuple[int, float]]:
 
 def kill_recorded(processes: list[tuple[int, float]]) -> int:
     """SIGKILL each (pid, start time) that still names the same process; how many."""
+    import psutil
+
     count = 0
     for pid, started in processes:
         try:
@@ -109,7 +116,7 @@ def kill_recorded(processes: list[tuple[int, float]]) -> int:
 
 
 def new_run_marker() -> str:
-    return secrets.token_hex(8)
+    return os.urandom(8).hex()
 
 
 def current_run_marker() -> str:
@@ -130,7 +137,12 @@ def next_voice_marker() -> str:
     return f"{_run_marker.get()}.{next(_serial)}"
 
 
+@functools.cache
 def _libc_prctl() -> Callable[..., int] | None:
+    # Looked up on the first voice process, not at import: finding libc can run ldconfig.
+    import ctypes
+    import ctypes.util
+
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -141,15 +153,13 @@ def _libc_prctl() -> Callable[..., int] | None:
     return prctl
 
 
-_PRCTL = _libc_prctl()
-
-
 def ensure_subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants (once; Linux only)."""
     global _subreaper
     with _subreaper_lock:
         if _subreaper is None:
-            _subreaper = _PRCTL is not None and _PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            prctl = _libc_prctl()
+            _subreaper = prctl is not None and prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
         return _subreaper
 
 
@@ -160,7 +170,7 @@ def child_setup() -> Callable[[], None] | None:
     thread: it outlives every voice it starts. A parent that died before the signal was armed
     is detected by the changed parent pid.
     """
-    prctl = _PRCTL
+    prctl = _libc_prctl()
     if prctl is None:
         return None
     parent = os.getpid()
@@ -187,6 +197,8 @@ def _environ_has(pid: int, needle: bytes) -> bool:
 def marked_processes(marker: str, *, prefix: bool = False) -> list[psutil.Process]:
     """Live processes whose environment carries ``marker`` (or, with ``prefix``, any marker
     that starts with it)."""
+    import psutil
+
     needle = f"\0{MARKER_VAR}={marker}{'' if prefix else chr(0)}".encode()
     me = os.getpid()
     found: list[psutil.Process] = []
@@ -220,6 +232,8 @@ def reap_adopted(procs: list[psutil.Process]) -> None:
     As subreaper we inherit orphans; once dead they stay zombies until we wait for them.
     Only processes we just killed are waited for, and never the ones asyncio waits for.
     """
+    import psutil
+
     me = os.getpid()
     for proc in procs:
         if proc.pid in spawned_roots:
@@ -239,6 +253,8 @@ def kill_marked(run: str, *, not_before: float | None = None) -> int:
     ``not_before`` (a Unix time) spares processes created before it: a marker can only be
     inherited, never predate the run that made it.
     """
+    import psutil
+
     count = 0
     for proc in marked_processes(f"{run}.", prefix=True):
         try:

@@ -24,11 +24,15 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Literal
-
-import psutil
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from . import lineage
+
+if TYPE_CHECKING:
+    # psutil loads where it is used: a council of endpoints alone never starts a process,
+    # and importing it costs every council about 7 ms.
+    import psutil
+
 
 __all__ = ["Outcome", "ProcessResult", "remove_leftover_dirs", "run_process"]
 
@@ -180,6 +184,8 @@ class _ProcessTree:
 
     def __init__(self, pid: int, marker: str) -> None:
         # start_new_session makes the child the leader of a group whose id is its pid.
+        import psutil
+
         self.pgid = pid
         self.marker = marker
         self.known: dict[int, psutil.Process] = {}
@@ -188,6 +194,8 @@ class _ProcessTree:
             self.root = psutil.Process(pid)
 
     def record_descendants(self) -> None:
+        import psutil
+
         if self.root is None:
             return
         try:
@@ -426,6 +434,8 @@ async def _terminate(procs: list[psutil.Process], grace_s: float, *, pgid: int |
 
 
 def _signal_all(procs: Iterable[psutil.Process], sig: signal.Signals, pgid: int | None) -> None:
+    import psutil
+
     if pgid is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
@@ -442,6 +452,8 @@ async def _wait_gone(procs: list[psutil.Process], timeout_s: float) -> None:
 
 def _alive(proc: psutil.Process) -> bool:
     # A zombie has released everything; it only waits for its parent (or init) to reap it.
+    import psutil
+
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
@@ -449,6 +461,8 @@ def _alive(proc: psutil.Process) -> bool:
 
 
 def _create_time(proc: psutil.Process) -> float:
+    import psutil
+
     try:
         return proc.create_time()
     except psutil.Error:
@@ -456,6 +470,8 @@ def _create_time(proc: psutil.Process) -> float:
 
 
 def _group_members(pgid: int) -> list[psutil.Process]:
+    import psutil
+
     members: list[psutil.Process] = []
     for pid in psutil.pids():
         try:
@@ -472,6 +488,8 @@ def _pipe_writers(inodes: set[int]) -> list[psutil.Process]:
     Only write ends count: a process that merely inherited a read end (say, a worker forked
     from this program) cannot keep the pipe from reaching end-of-file and is none of ours.
     """
+    import psutil
+
     if not sys.platform.startswith("linux") or not inodes:
         return []
     wanted = {f"pipe:[{inode}]" for inode in inodes}
