@@ -244,3 +244,19 @@ def test_ctrl_c_kills_every_voice_and_records_a_cancelled_run(tmp_path: Path) ->
     assert doc["voices"][1]["status"] == "dropped"
     pid = int((tmp_path / "pids").read_text().split()[1])
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+
+
+def test_a_process_still_tells_a_question_from_a_subcommand(tmp_path: Path) -> None:
+    # The process builds only `run` once the first word is a question; a subcommand's name,
+    # help and the full command list must come out as before.
+    listed = rune(tmp_path, "council", "templates", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert "architecture-review" in {t["name"] for t in json.loads(listed.stdout)["templates"]}
+    helped = rune(tmp_path, "council", "--help")
+    assert helped.returncode == 0
+    assert all(word in helped.stdout for word in ("watch", "tally", "templates", "doctor"))
+    # A question (even one that starts with a subcommand's name) convenes a council, which
+    # finds no voice here and says so in its run file.
+    asked = rune(tmp_path, "council", "--json", "templates please, which one?", "--id", "q1")
+    assert json.loads(asked.stdout)["question"] == "templates please, which one?"
+    assert (tmp_path / ".rune" / "council" / "run-q1.json").is_file()

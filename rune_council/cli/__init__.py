@@ -27,12 +27,13 @@ from . import (
     tally_cmd,  # noqa: F401
     trust_cmd,  # noqa: F401
 )
-from .app import app
+from .app import app, build_only_what_runs
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
+    build_only_what_runs(sys.argv[1:])
     try:
         app()
     except KeyboardInterrupt:
