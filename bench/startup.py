@@ -7,14 +7,21 @@ families. Each figure is the wall time of a fresh process, median of N:
 
 - floor: a bare Python process that makes the same five chat calls at once with the standard
   library alone (the least any tool doing this job in Python can spend)
+- stack floor: a process that loads what rune council is built on (typer parsing one option,
+  pydantic validating one model, httpx's async client, asyncio) and makes the same five calls
+  through one client: the least any tool on this stack can spend
 - single pass: `rune council --yes --json --n 5 --endpoint URL "<q>"`
 - rank: the same with `--deliberate rank` (a ballot round and a chairman call on top)
 
 once with voices that answer at once and once with voices that take 1 s. The ratios are of
-the same run, so a slow or busy machine moves both sides. Then the start-up breakdown: time
-to import what `rune council` needs, and one in-process council split by its own events
-(config + detect cache + seat, plan + skeleton write, dispatch, judge + final write).
-Figures are printed, never asserted.
+the same run, so a slow or busy machine moves both sides. Then where a single pass with
+instant voices spends its time, median of N whole processes: the interpreter and the imports
+(the same modules loaded by `python -c`), then, from the run file's own timestamps, argument
+parsing + config + detect cache + seating + plan (up to ``started_at``), the skeleton write
+(to the ``council.dispatched`` event), the voices (to the last voice's status), judging and
+the final write (to ``finished_at``) and the exit (to the process's end). The voices' share
+includes loading httpx's transport with the first call and a run-file write per status. Figures are
+printed, never asserted.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +67,38 @@ threads = [threading.Thread(target=one, args=(m,)) for m in sys.argv[3:]]
 for t in threads: t.start()
 for t in threads: t.join()
 """
+
+STACK_FLOOR = """
+import asyncio, sys
+sys.modules["httpx._main"] = None  # httpx's own command line: a careful tool skips it too
+import httpx, typer
+from pydantic import BaseModel
+
+class Ask(BaseModel):
+    base: str
+    models: list[str]
+
+async def ask_all(ask: Ask) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        async def one(model: str) -> None:
+            body = {"model": model, "messages": [{"role": "user", "content": "q"}]}
+            r = await client.post(ask.base + "/chat/completions", json=body)
+            r.raise_for_status()
+            r.json()
+        await asyncio.gather(*(one(m) for m in ask.models))
+
+def main(base: str, delay: str, models: list[str], n: int = typer.Option(5)) -> None:
+    asyncio.run(ask_all(Ask(base=base, models=models)))
+
+typer.run(main)
+"""
+
+# What a single pass of HTTP voices loads before it asks them (httpx's transport, httpcore
+# and anyio, load with the first call and count as the voices' time).
+COUNCIL_IMPORTS = (
+    "import rune_council.cli, rune_council.council, rune_council.runtimes.http, "
+    "rune_council.endpoints.assembly, rune_council.discovery.assembly"
+)
 
 
 def reply(prompt: str) -> str:
@@ -112,14 +152,17 @@ def measure(repeat: int) -> dict[str, Any]:
             try:
                 base = server.base_url
                 floor_argv = [sys.executable, "-c", FLOOR, base, str(delay), *MODELS]
+                stack_argv = [sys.executable, "-c", STACK_FLOOR, base, str(delay), *MODELS]
                 # One untimed run of each warms the model list cache and the page cache.
                 timed(floor_argv, env, home)
+                timed(stack_argv, env, home)
                 timed(council_argv(base, f"warm-{delay}", False), env, home)
                 timed(council_argv(base, f"warmr-{delay}", True), env, home)
                 rows: dict[str, list[float]] = {}
                 for i in range(repeat):
                     for kind, argv in (
                         ("floor", floor_argv),
+                        ("stack", stack_argv),
                         ("single", council_argv(base, f"s{delay}-{i}", False)),
                         ("rank", council_argv(base, f"r{delay}-{i}", True)),
                     ):
@@ -129,23 +172,62 @@ def measure(repeat: int) -> dict[str, Any]:
                         rows.setdefault(kind, []).append(wall)
                         rows.setdefault(kind + "_cpu", []).append(cpu)
                 figures[f"{delay:g}"] = {k: statistics.median(v) for k, v in rows.items()}
+                if delay == 0.0:
+                    figures["phases_ms"] = phases(base, env, home, repeat)
             finally:
                 server.stop()
     figures["imports_ms"] = import_ms()
+    figures["phases_ms"]["interpreter + imports"] = figures["imports_ms"] + bare_python_ms()
     return figures
 
 
-def import_ms() -> float:
-    """Median wall time of `python -c 'import rune_council.cli'` minus a bare `python -c pass`."""
+def _at(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
 
-    def once(code: str) -> float:
+
+def phases(base: str, env: dict[str, str], home: Path, repeat: int) -> dict[str, float]:
+    """A single pass split at the run file's own timestamps, medians over ``repeat`` runs."""
+    rows: dict[str, list[float]] = {}
+    for i in range(repeat):
+        spawned = time.time()
+        _wall, _cpu, out = timed(council_argv(base, f"p-{i}", False), env, home)
+        ended = time.time()
+        run = json.loads(out)
+        events = run["events"]
+        dispatched = next(_at(e["at"]) for e in events if e["kind"] == "council.dispatched")
+        answered = max(_at(e["at"]) for e in events if e["kind"] == "voice.status")
+        marks = [
+            ("to started_at", spawned, _at(run["started_at"])),
+            ("skeleton write", _at(run["started_at"]), dispatched),
+            ("voices", dispatched, answered),
+            ("judge + final write", answered, _at(run["finished_at"])),
+            ("exit", _at(run["finished_at"]), ended),
+        ]
+        for name, start, end in marks:
+            rows.setdefault(name, []).append((end - start) * 1000)
+    return {k: statistics.median(v) for k, v in rows.items()}
+
+
+def bare_python_ms() -> float:
+    def once() -> float:
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True)
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
         return time.perf_counter() - t
 
-    bare = statistics.median(once("pass") for _ in range(5))
-    cli = statistics.median(once("import rune_council.cli.app") for _ in range(5))
-    return (cli - bare) * 1000
+    return statistics.median(once() for _ in range(5)) * 1000
+
+
+def import_ms() -> float:
+    """Median time to import what a council of HTTP voices loads, timed inside a fresh
+    process (a `python -c` wall time would add the interpreter's teardown, which `rune` skips)."""
+    code = f"import time\nt = time.perf_counter()\n{COUNCIL_IMPORTS}\n"
+    code += "print(time.perf_counter() - t)"
+
+    def once() -> float:
+        out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+        return float(out.stdout)
+
+    return statistics.median(once() for _ in range(5)) * 1000
 
 
 def main() -> None:
@@ -158,19 +240,25 @@ def main() -> None:
         print(json.dumps(figures, indent=2))
         return
     print(f"whole `rune council --json` process, 5 HTTP voices, median of {args.repeat}")
-    print(f"  {'voices':<12} {'floor':>7} {'single':>7} {'+ms':>5} {'rank':>7} {'+ms':>5}   (wall)")
+    print(
+        f"  {'voices':<8} {'floor':>6} {'stack':>6} {'+ms':>5} {'single':>7} {'+ms':>5} "
+        f"{'rank':>7} {'+ms':>5}   (wall; +ms over the floor)"
+    )
     for delay in ("0", f"{VOICE_S:g}"):
         f = figures[delay]
         print(
-            f"  {delay + ' s':<12} {f['floor']:>6.2f}s {f['single']:>6.2f}s "
+            f"  {delay + ' s':<8} {f['floor']:>5.2f}s {f['stack']:>5.2f}s "
+            f"{(f['stack'] - f['floor']) * 1000:>5.0f} {f['single']:>6.2f}s "
             f"{(f['single'] - f['floor']) * 1000:>5.0f} {f['rank']:>6.2f}s "
             f"{(f['rank'] - f['floor']) * 1000:>5.0f}"
         )
     f = figures["0"]
+    cpu = {k: f[k + "_cpu"] * 1000 for k in ("floor", "stack", "single", "rank")}
     print(
-        f"  processor time, 0 s voices: floor {f['floor_cpu'] * 1000:.0f} ms, single "
-        f"{f['single_cpu'] * 1000:.0f} ms (+{(f['single_cpu'] - f['floor_cpu']) * 1000:.0f}), "
-        f"rank {f['rank_cpu'] * 1000:.0f} ms (+{(f['rank_cpu'] - f['floor_cpu']) * 1000:.0f})"
+        f"  processor time, 0 s voices: floor {cpu['floor']:.0f} ms, stack "
+        f"{cpu['stack']:.0f} ms (+{cpu['stack'] - cpu['floor']:.0f}), single "
+        f"{cpu['single']:.0f} ms (+{cpu['single'] - cpu['floor']:.0f}), rank "
+        f"{cpu['rank']:.0f} ms (+{cpu['rank'] - cpu['floor']:.0f})"
     )
     slow = figures[f"{VOICE_S:g}"]
     ideal = VOICE_S + figures["0"]["floor"]
@@ -178,7 +266,15 @@ def main() -> None:
         f"  1 s voices, single pass: x{slow['single'] / ideal:.2f} of its ideal "
         f"({ideal:.2f}s = 1 s + the floor)"
     )
-    print(f"  importing rune_council.cli.app: {figures['imports_ms']:.0f} ms over a bare python")
+    ph = figures["phases_ms"]
+    rest = ph["to started_at"] - ph["interpreter + imports"]
+    print("  where a single pass with instant voices spends its time (medians, ms):")
+    print(
+        f"    interpreter + imports {ph['interpreter + imports']:.0f} | parse + config + detect "
+        f"cache + seat + plan {rest:.0f} | skeleton write {ph['skeleton write']:.0f} | voices "
+        f"{ph['voices']:.0f} | judge + final write {ph['judge + final write']:.0f} | exit "
+        f"{ph['exit']:.0f}"
+    )
 
 
 if __name__ == "__main__":
