@@ -9,7 +9,8 @@ families. Each figure is the wall time of a fresh process, median of N:
   library alone (the least any tool doing this job in Python can spend)
 - stack floor: a process that loads what rune council is built on (typer parsing one option,
   pydantic validating one model, httpx's async client, asyncio) and makes the same five calls
-  through one client: the least any tool on this stack can spend
+  through one client, with every start-up and exit saving rune itself makes: the least any
+  tool on this stack can spend. The gap between it and rune is the product's own cost
 - single pass: `rune council --yes --json --n 5 --endpoint URL "<q>"`
 - rank: the same with `--deliberate rank` (a ballot round and a chairman call on top)
 
@@ -69,8 +70,10 @@ for t in threads: t.join()
 """
 
 STACK_FLOOR = """
-import asyncio, sys
-sys.modules["httpx._main"] = None  # httpx's own command line: a careful tool skips it too
+import gc, os, ssl, sys
+gc.set_threshold(50_000, 20, 20)  # as rune does; so is the quick exit below
+sys.modules["httpx._main"] = None  # httpx's own command line, which rune skips too
+import asyncio
 import httpx, typer
 from pydantic import BaseModel
 
@@ -79,7 +82,9 @@ class Ask(BaseModel):
     models: list[str]
 
 async def ask_all(ask: Ask) -> None:
-    async with httpx.AsyncClient(timeout=30) as client:
+    # An http:// URL needs no CA bundle: a bare context, as rune uses for one.
+    plain = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    async with httpx.AsyncClient(timeout=30, verify=plain) as client:
         async def one(model: str) -> None:
             body = {"model": model, "messages": [{"role": "user", "content": "q"}]}
             r = await client.post(ask.base + "/chat/completions", json=body)
@@ -90,7 +95,11 @@ async def ask_all(ask: Ask) -> None:
 def main(base: str, delay: str, models: list[str], n: int = typer.Option(5)) -> None:
     asyncio.run(ask_all(Ask(base=base, models=models)))
 
-typer.run(main)
+try:
+    typer.run(main)
+except SystemExit as done:
+    sys.stdout.flush()
+    os._exit(done.code or 0)
 """
 
 # What a single pass of HTTP voices loads before it asks them (httpx's transport, httpcore
