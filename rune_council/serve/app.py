@@ -138,15 +138,17 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def _with_overrides(create: CouncilCreate) -> PerspectiveRequest:
+    """The request as the caller gave it, overrides applied; only what the caller set counts
+    as set, so a template can still fill the rest."""
     from ..deliberation.render import deliberation_request
 
-    data = create.request.model_dump()
+    data = create.request.model_dump(mode="json", exclude_unset=True)
     if create.n is not None:
         data["n"] = create.n
     if create.mode is not None:
         data["mode"] = create.mode
     if create.timeout is not None:
-        data["budget"]["per_voice_timeout_s"] = create.timeout
+        data["budget"] = {**(data.get("budget") or {}), "per_voice_timeout_s": create.timeout}
     extra = deliberation_request(
         create.deliberation, create.rounds, create.council_type, None, None, None
     ).get("deliberation")
@@ -186,6 +188,30 @@ def _checked_artifact(request: PerspectiveRequest, root: Path | None) -> Perspec
         raise _invalid([FieldProblem(field=field, message="no such file under the artifact root")])
     moved = artifact.model_copy(update={"path": str(real)})
     return request.model_copy(update={"artifact": moved})
+
+
+def _templated(request: PerspectiveRequest, name: str, state: ServerState) -> PerspectiveRequest:
+    """The request as the council will run it with the template ``name``, found the way every
+    door finds it (a repository's untrusted council.toml cannot replace a shipped one).
+
+    Only for checking before anything is queued and for the queued run file: the council
+    itself gets the caller's request and the name, and the library applies the template."""
+    from ..council import CouncilOptions
+    from ..council.templates import apply_template, config_for, find_template
+
+    options = CouncilOptions(rune_dir=state.settings.rune_dir, template=name)
+    try:
+        found = find_template(name, config_for(options))
+    except RequestError as exc:
+        raise _invalid([FieldProblem(field="template", message=str(exc))]) from None
+    except CouncilError as exc:
+        raise Reply(
+            422, f"template: the server's council configuration is unusable: {exc}"
+        ) from None
+    try:
+        return apply_template(request, found)
+    except RequestError as exc:
+        raise _invalid([FieldProblem(field="request", message=str(exc))]) from None
 
 
 def _checked_endpoints(names: list[str] | None, state: ServerState) -> list[str] | None:
@@ -235,10 +261,11 @@ async def create_council(request: Request) -> Response:
     except ValidationError as exc:
         raise _invalid(_fields(exc)) from None
     council = _checked_artifact(_with_overrides(create), state.settings.artifact_root)
+    shown = council if create.template is None else _templated(council, create.template, state)
     endpoints = _checked_endpoints(create.endpoints, state)
     pool = state.pool
     try:
-        await pool.submit(council, endpoints)
+        await pool.submit(council, endpoints, create.template, shown)
     except Duplicate as exc:
         raise Reply(409, str(exc)) from None
     except Busy as exc:

@@ -13,6 +13,7 @@ from ..contract import (
     Mode,
     PerspectiveRequest,
     RunStatus,
+    SetupName,
 )
 
 MAX_ENDPOINTS = 16
@@ -26,8 +27,9 @@ class CouncilCreate(_Body):
     """A request plus the overrides a caller may set per council.
 
     ``request.id`` may be left out: the server then picks one. Overrides replace the
-    matching request fields. Consent to use external AI CLIs is not a field: it is the
-    operator's (``--yes`` or config).
+    matching request fields. ``template`` names a council setup; it fills only what the
+    request and the overrides leave out. Consent to use external AI CLIs is not a field: it
+    is the operator's (``--yes`` or config).
     """
 
     request: PerspectiveRequest
@@ -41,6 +43,13 @@ class CouncilCreate(_Body):
     )
     rounds: int | None = Field(default=None, ge=1, le=10, description="Deliberation rounds.")
     council_type: CouncilType | None = None
+    template: SetupName | None = Field(
+        default=None,
+        description="A named council setup (`rune council templates` lists them, e.g. "
+        "security-review): it presets mode, n, slots, preamble and deliberation where the "
+        "request and the overrides leave them out; whatever they set wins. The run file "
+        "records its name, version, source and digest in request.template.",
+    )
     endpoints: list[str] | None = Field(
         default=None,
         max_length=MAX_ENDPOINTS,

@@ -79,8 +79,10 @@ def document(version: str) -> dict[str, Any]:
         "/v1/councils": {
             "post": {
                 "summary": "Convene a council",
-                "description": "Accepts a PerspectiveRequest plus per-council overrides; the "
-                "council runs in the background (queued first when every slot is busy).",
+                "description": "Accepts a PerspectiveRequest plus per-council overrides and "
+                "optionally a template (a named council setup that fills what they leave "
+                "out); the council runs in the background (queued first when every slot is "
+                "busy).",
                 "requestBody": {
                     "required": True,
                     "content": {"application/json": {"schema": _ref(CouncilCreate)}},
@@ -93,7 +95,10 @@ def document(version: str) -> dict[str, Any]:
                     "401": _problem("Missing or wrong bearer token."),
                     "409": _problem("The run id is already used."),
                     "413": _problem("The body is larger than the server accepts."),
-                    "422": _problem("The body is not a valid council request; names the field."),
+                    "422": _problem(
+                        "The body is not a valid council request, or names no known template "
+                        "(the closest is suggested); the error starts with the field."
+                    ),
                     "429": busy,
                 },
             },

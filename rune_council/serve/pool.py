@@ -44,6 +44,7 @@ class Busy(CouncilError):
 class _Entry:
     request: PerspectiveRequest
     endpoints: tuple[str, ...] | None
+    template: str | None
     recorder: RunRecorder
     queued: CouncilResult
     started: bool = False
@@ -84,9 +85,20 @@ class CouncilPool:
     def holds(self, run_id: str) -> bool:
         return run_id in self._entries
 
-    async def submit(self, request: PerspectiveRequest, endpoints: Sequence[str] | None) -> None:
-        """Accept a council: write its queued run file and schedule it; or refuse."""
+    async def submit(
+        self,
+        request: PerspectiveRequest,
+        endpoints: Sequence[str] | None,
+        template: str | None = None,
+        shown: PerspectiveRequest | None = None,
+    ) -> None:
+        """Accept a council: write its queued run file and schedule it; or refuse.
+
+        ``request`` holds what the caller set; the library applies ``template`` to it when
+        the council starts, as for every door. ``shown`` is that request with the template
+        applied, for the queued run file (default ``request``)."""
         path = self.where.run_file(request.id)
+        shown = shown or request
         async with self._lock:
             if self._closing:
                 raise Busy("the server is shutting down")
@@ -99,12 +111,12 @@ class CouncilPool:
                 )
             started = _now()
             queued = CouncilResult(
-                id=request.id,
-                question=request.question,
-                mode=request.mode,
+                id=shown.id,
+                question=shown.question,
+                mode=shown.mode,
                 status="queued",
-                voices_requested=request.n,
-                request=request,
+                voices_requested=shown.n,
+                request=shown,
                 orchestrator=Orchestrator(
                     pid=os.getpid(),
                     host=socket.gethostname(),
@@ -116,7 +128,11 @@ class CouncilPool:
                 notes=["queued: waiting for a free council slot on the server"],
             )
             entry = _Entry(
-                request, tuple(endpoints) if endpoints else None, RunRecorder(path), queued
+                request,
+                tuple(endpoints) if endpoints else None,
+                template,
+                RunRecorder(path),
+                queued,
             )
             entry.recorder.write(queued)
             self._entries[request.id] = entry
@@ -159,6 +175,7 @@ class CouncilPool:
             rune_dir=self.where.root,
             endpoints=endpoints,
             allow_external=self.settings.allow_external,
+            template=entry.template,
             # The file is ours: the queued document written when the request came in.
             overwrite=True,
         )
