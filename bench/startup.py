@@ -16,13 +16,13 @@ families. Each figure is the wall time of a fresh process, median of N:
 
 once with voices that answer at once and once with voices that take 1 s. The ratios are of
 the same run, so a slow or busy machine moves both sides. Then where a single pass with
-instant voices spends its time, median of N whole processes: the interpreter and the imports
-(the same modules loaded by `python -c`), then, from the run file's own timestamps, argument
-parsing + config + detect cache + seating + plan (up to ``started_at``), the skeleton write
-(to the ``council.dispatched`` event), the voices (to the last voice's status), judging and
-the final write (to ``finished_at``) and the exit (to the process's end). The voices' share
-includes loading httpx's transport with the first call and a run-file write per status. Figures are
-printed, never asserted.
+instant voices spends its time, timed from inside the same `rune council` process (medians
+of N): the interpreter's start, importing the command line, importing the council's modules,
+argument parsing and options, reading the config (and how many times), detect cache and
+seating, planning, dispatch (which includes loading httpx's transport and a run-file write
+per voice status), judging, the rest (spawning the process and its exit: the wall time
+less the steps), and the run-file writes counted in those steps.
+Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +99,73 @@ try:
 except SystemExit as done:
     sys.stdout.flush()
     os._exit(done.code or 0)
+"""
+
+# The same `rune council` process, with the council's own steps timed from inside: the
+# library's modules are imported first (timed), then the pipeline's steps are wrapped where
+# `_convene` looks them up, and the figures are printed by an exit handler (rune ends with
+# os._exit after running those). Nothing in the product is changed for this.
+STEPS = r"""
+import asyncio, atexit, functools, json, os, sys, time
+start = time.perf_counter()
+import rune_council.cli
+imported = time.perf_counter()
+IMPORTS
+ready = time.perf_counter()
+from rune_council.council import lifecycle, pipeline
+from rune_council import recorder
+from rune_council import config
+spent = {}
+calls = {}
+def add(key, dt):
+    spent[key] = spent.get(key, 0.0) + dt
+    calls[key] = calls.get(key, 0) + 1
+def wrap(owner, name, key):
+    fn = getattr(owner, name)
+    if asyncio.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def timed(*a, **k):
+            t = time.perf_counter()
+            try:
+                return await fn(*a, **k)
+            finally:
+                add(key, time.perf_counter() - t)
+    else:
+        @functools.wraps(fn)
+        def timed(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                add(key, time.perf_counter() - t)
+    setattr(owner, name, timed)
+first = {}
+def mark(owner, name, key):
+    fn = getattr(owner, name)
+    @functools.wraps(fn)
+    def marked(*a, **k):
+        first.setdefault(key, time.perf_counter())
+        return fn(*a, **k)
+    setattr(owner, name, marked)
+mark(pipeline, "aconvene", "aconvene")
+wrap(config, "load_config", "config")
+wrap(pipeline, "seat", "detect cache + seat")
+wrap(pipeline, "_plan", "plan")
+wrap(pipeline, "_execute", "dispatch")
+wrap(pipeline, "_judge", "judge")
+wrap(recorder.RunRecorder, "write", "run-file writes")
+def report():
+    end = time.perf_counter()
+    out = {"cli import": imported - start, "council imports": ready - imported,
+           "parse + options": first["aconvene"] - ready - spent.get("config", 0.0), **spent,
+           "in-process total": end - start}
+    out = {k: v * 1000 for k, v in out.items()}
+    out["config reads"] = calls.get("config", 0)
+    out["run-file writes (count)"] = calls.get("run-file writes", 0)
+    os.write(2, b"\nSTEPS " + json.dumps(out).encode() + b"\n")
+atexit.register(report)
+sys.argv = ["rune", *sys.argv[1:]]
+rune_council.cli.main()
 """
 
 # What a single pass of HTTP voices loads before it asks them (httpx's transport, httpcore
@@ -182,38 +248,26 @@ def measure(repeat: int) -> dict[str, Any]:
                         rows.setdefault(kind + "_cpu", []).append(cpu)
                 figures[f"{delay:g}"] = {k: statistics.median(v) for k, v in rows.items()}
                 if delay == 0.0:
-                    figures["phases_ms"] = phases(base, env, home, repeat)
+                    figures["steps_ms"] = steps(base, env, home, repeat)
             finally:
                 server.stop()
-    figures["imports_ms"] = import_ms()
-    figures["phases_ms"]["interpreter + imports"] = figures["imports_ms"] + bare_python_ms()
+    figures["steps_ms"]["interpreter start"] = bare_python_ms()
     return figures
 
 
-def _at(stamp: str) -> float:
-    return datetime.fromisoformat(stamp).timestamp()
-
-
-def phases(base: str, env: dict[str, str], home: Path, repeat: int) -> dict[str, float]:
-    """A single pass split at the run file's own timestamps, medians over ``repeat`` runs."""
+def steps(base: str, env: dict[str, str], home: Path, repeat: int) -> dict[str, float]:
+    """The council's own steps inside a single-pass process, medians over ``repeat`` runs."""
+    code = STEPS.replace("IMPORTS", COUNCIL_IMPORTS)
     rows: dict[str, list[float]] = {}
     for i in range(repeat):
-        spawned = time.time()
-        _wall, _cpu, out = timed(council_argv(base, f"p-{i}", False), env, home)
-        ended = time.time()
-        run = json.loads(out)
-        events = run["events"]
-        dispatched = next(_at(e["at"]) for e in events if e["kind"] == "council.dispatched")
-        answered = max(_at(e["at"]) for e in events if e["kind"] == "voice.status")
-        marks = [
-            ("to started_at", spawned, _at(run["started_at"])),
-            ("skeleton write", _at(run["started_at"]), dispatched),
-            ("voices", dispatched, answered),
-            ("judge + final write", answered, _at(run["finished_at"])),
-            ("exit", _at(run["finished_at"]), ended),
-        ]
-        for name, start, end in marks:
-            rows.setdefault(name, []).append((end - start) * 1000)
+        argv = [sys.executable, "-c", code, *council_argv(base, f"st-{i}", False)[3:]]
+        proc = subprocess.run(argv, env=env, cwd=home, capture_output=True, text=True)
+        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("STEPS ")]
+        figures = json.loads(lines[-1][6:]) if lines else {}
+        if proc.returncode != 0 or not figures:
+            raise SystemExit(f"steps: exit {proc.returncode}: {proc.stderr[-400:]!r}")
+        for key, ms in figures.items():
+            rows.setdefault(key, []).append(ms)
     return {k: statistics.median(v) for k, v in rows.items()}
 
 
@@ -222,19 +276,6 @@ def bare_python_ms() -> float:
         t = time.perf_counter()
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         return time.perf_counter() - t
-
-    return statistics.median(once() for _ in range(5)) * 1000
-
-
-def import_ms() -> float:
-    """Median time to import what a council of HTTP voices loads, timed inside a fresh
-    process (a `python -c` wall time would add the interpreter's teardown, which `rune` skips)."""
-    code = f"import time\nt = time.perf_counter()\n{COUNCIL_IMPORTS}\n"
-    code += "print(time.perf_counter() - t)"
-
-    def once() -> float:
-        out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
-        return float(out.stdout)
 
     return statistics.median(once() for _ in range(5)) * 1000
 
@@ -275,14 +316,17 @@ def main() -> None:
         f"  1 s voices, single pass: x{slow['single'] / ideal:.2f} of its ideal "
         f"({ideal:.2f}s = 1 s + the floor)"
     )
-    ph = figures["phases_ms"]
-    rest = ph["to started_at"] - ph["interpreter + imports"]
-    print("  where a single pass with instant voices spends its time (medians, ms):")
+    st = dict(figures["steps_ms"])
+    exit_ms = figures["0"]["single"] * 1000 - st["interpreter start"] - st["in-process total"]
+    reads, writes = st.pop("config reads"), st.pop("run-file writes (count)")
+    order = ("interpreter start", "cli import", "council imports", "parse + options", "config")
+    order += ("detect cache + seat", "plan", "dispatch", "judge")
+    print("  where a single pass with instant voices spends its time (ms, medians, timed inside):")
+    print("    " + " | ".join(f"{k} {st[k]:.0f}" for k in order) + f" | spawn + exit {exit_ms:.0f}")
     print(
-        f"    interpreter + imports {ph['interpreter + imports']:.0f} | parse + config + detect "
-        f"cache + seat + plan {rest:.0f} | skeleton write {ph['skeleton write']:.0f} | voices "
-        f"{ph['voices']:.0f} | judge + final write {ph['judge + final write']:.0f} | exit "
-        f"{ph['exit']:.0f}"
+        f"    config read {reads:.0f} time(s); {writes:.0f} run-file writes, "
+        f"{st['run-file writes']:.0f} ms in all (inside the steps above); dispatch includes "
+        "loading httpx's transport and every voice's status write"
     )
 
 
