@@ -106,12 +106,18 @@ except SystemExit as done:
 # `_convene` looks them up, and the figures are printed by an exit handler (rune ends with
 # os._exit after running those). Nothing in the product is changed for this.
 STEPS = r"""
-import asyncio, atexit, functools, json, os, sys, time
+import atexit, importlib, json, os, sys, time
 start = time.perf_counter()
 import rune_council.cli
 imported = time.perf_counter()
-IMPORTS
+loaded = {}
+for key, names in GROUPS:
+    t = time.perf_counter()
+    for name in names:
+        importlib.import_module(name)
+    loaded["import " + key] = time.perf_counter() - t
 ready = time.perf_counter()
+import asyncio, functools
 from rune_council.council import lifecycle, pipeline
 from rune_council import recorder
 from rune_council import config
@@ -156,7 +162,7 @@ wrap(pipeline, "_judge", "judge")
 wrap(recorder.RunRecorder, "write", "run-file writes")
 def report():
     end = time.perf_counter()
-    out = {"cli import": imported - start, "council imports": ready - imported,
+    out = {"import command line": imported - start, **loaded,
            "parse + options": first["aconvene"] - ready - spent.get("config", 0.0), **spent,
            "in-process total": end - start}
     out = {k: v * 1000 for k, v in out.items()}
@@ -168,11 +174,20 @@ sys.argv = ["rune", *sys.argv[1:]]
 rune_council.cli.main()
 """
 
-# What a single pass of HTTP voices loads before it asks them (httpx's transport, httpcore
-# and anyio, load with the first call and count as the voices' time).
-COUNCIL_IMPORTS = (
-    "import rune_council.cli, rune_council.council, rune_council.runtimes.http, "
-    "rune_council.endpoints.assembly, rune_council.discovery.assembly"
+# What a single pass of HTTP voices loads before it asks them, in the order it needs them
+# (httpx's transport, httpcore and anyio, load with the first call and count as dispatch).
+IMPORT_GROUPS = (
+    ("pydantic + contract models", ("rune_council.contract",)),
+    ("config models", ("rune_council.config",)),
+    ("council + stages", ("rune_council.council",)),
+    (
+        "runtimes + httpx",
+        (
+            "rune_council.runtimes.http",
+            "rune_council.endpoints.assembly",
+            "rune_council.discovery.assembly",
+        ),
+    ),
 )
 
 
@@ -257,7 +272,7 @@ def measure(repeat: int) -> dict[str, Any]:
 
 def steps(base: str, env: dict[str, str], home: Path, repeat: int) -> dict[str, float]:
     """The council's own steps inside a single-pass process, medians over ``repeat`` runs."""
-    code = STEPS.replace("IMPORTS", COUNCIL_IMPORTS)
+    code = STEPS.replace("GROUPS", repr(IMPORT_GROUPS))
     rows: dict[str, list[float]] = {}
     for i in range(repeat):
         argv = [sys.executable, "-c", code, *council_argv(base, f"st-{i}", False)[3:]]
@@ -319,10 +334,21 @@ def main() -> None:
     st = dict(figures["steps_ms"])
     exit_ms = figures["0"]["single"] * 1000 - st["interpreter start"] - st["in-process total"]
     reads, writes = st.pop("config reads"), st.pop("run-file writes (count)")
-    order = ("interpreter start", "cli import", "council imports", "parse + options", "config")
-    order += ("detect cache + seat", "plan", "dispatch", "judge")
+    order = [
+        "interpreter start",
+        "import command line",
+        *("import " + key for key, _ in IMPORT_GROUPS),
+        "parse + options",
+        "config",
+        "detect cache + seat",
+        "plan",
+        "dispatch",
+        "judge",
+    ]
     print("  where a single pass with instant voices spends its time (ms, medians, timed inside):")
-    print("    " + " | ".join(f"{k} {st[k]:.0f}" for k in order) + f" | spawn + exit {exit_ms:.0f}")
+    for k in order:
+        print(f"    {k:<34} {st[k]:5.0f}")
+    print(f"    {'spawn + exit (wall less the rest)':<34} {exit_ms:5.0f}")
     print(
         f"    config read {reads:.0f} time(s); {writes:.0f} run-file writes, "
         f"{st['run-file writes']:.0f} ms in all (inside the steps above); dispatch includes "
