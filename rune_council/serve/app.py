@@ -191,11 +191,10 @@ def _checked_artifact(request: PerspectiveRequest, root: Path | None) -> Perspec
 
 
 def _templated(request: PerspectiveRequest, name: str, state: ServerState) -> PerspectiveRequest:
-    """The request as the council will run it with the template ``name``, found the way every
-    door finds it (a repository's untrusted council.toml cannot replace a shipped one).
-
-    Only for checking before anything is queued and for the queued run file: the council
-    itself gets the caller's request and the name, and the library applies the template."""
+    """The request with the template ``name`` applied by the library, found the way every door
+    finds it (a repository's untrusted council.toml cannot replace a shipped one). Applied
+    once, here, so a bad name or a missing artifact is refused before anything is queued and
+    the queued run file shows the request the council will run."""
     from ..council import CouncilOptions
     from ..council.templates import apply_template, config_for, find_template
 
@@ -261,11 +260,12 @@ async def create_council(request: Request) -> Response:
     except ValidationError as exc:
         raise _invalid(_fields(exc)) from None
     council = _checked_artifact(_with_overrides(create), state.settings.artifact_root)
-    shown = council if create.template is None else _templated(council, create.template, state)
+    if create.template is not None:
+        council = _templated(council, create.template, state)
     endpoints = _checked_endpoints(create.endpoints, state)
     pool = state.pool
     try:
-        await pool.submit(council, endpoints, create.template, shown)
+        await pool.submit(council, endpoints)
     except Duplicate as exc:
         raise Reply(409, str(exc)) from None
     except Busy as exc:

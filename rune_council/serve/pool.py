@@ -44,7 +44,6 @@ class Busy(CouncilError):
 class _Entry:
     request: PerspectiveRequest
     endpoints: tuple[str, ...] | None
-    template: str | None
     recorder: RunRecorder
     queued: CouncilResult
     started: bool = False
@@ -85,20 +84,9 @@ class CouncilPool:
     def holds(self, run_id: str) -> bool:
         return run_id in self._entries
 
-    async def submit(
-        self,
-        request: PerspectiveRequest,
-        endpoints: Sequence[str] | None,
-        template: str | None = None,
-        shown: PerspectiveRequest | None = None,
-    ) -> None:
-        """Accept a council: write its queued run file and schedule it; or refuse.
-
-        ``request`` holds what the caller set; the library applies ``template`` to it when
-        the council starts, as for every door. ``shown`` is that request with the template
-        applied, for the queued run file (default ``request``)."""
+    async def submit(self, request: PerspectiveRequest, endpoints: Sequence[str] | None) -> None:
+        """Accept a council: write its queued run file and schedule it; or refuse."""
         path = self.where.run_file(request.id)
-        shown = shown or request
         async with self._lock:
             if self._closing:
                 raise Busy("the server is shutting down")
@@ -111,12 +99,12 @@ class CouncilPool:
                 )
             started = _now()
             queued = CouncilResult(
-                id=shown.id,
-                question=shown.question,
-                mode=shown.mode,
+                id=request.id,
+                question=request.question,
+                mode=request.mode,
                 status="queued",
-                voices_requested=shown.n,
-                request=shown,
+                voices_requested=request.n,
+                request=request,
                 orchestrator=Orchestrator(
                     pid=os.getpid(),
                     host=socket.gethostname(),
@@ -128,11 +116,7 @@ class CouncilPool:
                 notes=["queued: waiting for a free council slot on the server"],
             )
             entry = _Entry(
-                request,
-                tuple(endpoints) if endpoints else None,
-                template,
-                RunRecorder(path),
-                queued,
+                request, tuple(endpoints) if endpoints else None, RunRecorder(path), queued
             )
             entry.recorder.write(queued)
             self._entries[request.id] = entry
@@ -175,7 +159,6 @@ class CouncilPool:
             rune_dir=self.where.root,
             endpoints=endpoints,
             allow_external=self.settings.allow_external,
-            template=entry.template,
             # The file is ours: the queued document written when the request came in.
             overwrite=True,
         )
