@@ -65,8 +65,10 @@ def build_only_what_runs(argv: Sequence[str]) -> None:
     """
     if argv[:1] != ["council"] or any(k.endswith("_COMPLETE") for k in os.environ):
         return
+    from typer.main import get_command_name
+
     names = {
-        info.name or info.callback.__name__.lower().replace("_", "-")
+        info.name or get_command_name(info.callback.__name__)
         for info in council_app.registered_commands
         if info.callback is not None
     }

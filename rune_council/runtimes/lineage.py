@@ -28,10 +28,9 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    # psutil loads where it is used: a council of endpoints alone never starts a process,
-    # and importing it costs every council about 7 ms.
     import psutil
-
+else:  # loaded on first use: a council of endpoints alone never starts a process
+    from .on_first_use import psutil
 
 __all__ = [
     "MARKER_VAR",
@@ -71,8 +70,6 @@ _live_lock = threading.Lock()
 
 
 def track(voice_marker: str, pid: int) -> None:
-    import psutil
-
     run = voice_marker.rsplit(".", 1)[0]
     try:
         started = psutil.Process(pid).create_time()
@@ -100,8 +97,6 @@ def live_voices(run: str) -> list[tuple[int, float]]:
 
 def kill_recorded(processes: list[tuple[int, float]]) -> int:
     """SIGKILL each (pid, start time) that still names the same process; how many."""
-    import psutil
-
     count = 0
     for pid, started in processes:
         try:
@@ -197,8 +192,6 @@ def _environ_has(pid: int, needle: bytes) -> bool:
 def marked_processes(marker: str, *, prefix: bool = False) -> list[psutil.Process]:
     """Live processes whose environment carries ``marker`` (or, with ``prefix``, any marker
     that starts with it)."""
-    import psutil
-
     needle = f"\0{MARKER_VAR}={marker}{'' if prefix else chr(0)}".encode()
     me = os.getpid()
     found: list[psutil.Process] = []
@@ -232,8 +225,6 @@ def reap_adopted(procs: list[psutil.Process]) -> None:
     As subreaper we inherit orphans; once dead they stay zombies until we wait for them.
     Only processes we just killed are waited for, and never the ones asyncio waits for.
     """
-    import psutil
-
     me = os.getpid()
     for proc in procs:
         if proc.pid in spawned_roots:
@@ -253,8 +244,6 @@ def kill_marked(run: str, *, not_before: float | None = None) -> int:
     ``not_before`` (a Unix time) spares processes created before it: a marker can only be
     inherited, never predate the run that made it.
     """
-    import psutil
-
     count = 0
     for proc in marked_processes(f"{run}.", prefix=True):
         try:

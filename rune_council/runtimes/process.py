@@ -29,10 +29,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 from . import lineage
 
 if TYPE_CHECKING:
-    # psutil loads where it is used: a council of endpoints alone never starts a process,
-    # and importing it costs every council about 7 ms.
     import psutil
-
+else:  # loaded on first use: a council of endpoints alone never starts a process
+    from .on_first_use import psutil
 
 __all__ = ["Outcome", "ProcessResult", "remove_leftover_dirs", "run_process"]
 
@@ -184,8 +183,6 @@ class _ProcessTree:
 
     def __init__(self, pid: int, marker: str) -> None:
         # start_new_session makes the child the leader of a group whose id is its pid.
-        import psutil
-
         self.pgid = pid
         self.marker = marker
         self.known: dict[int, psutil.Process] = {}
@@ -194,8 +191,6 @@ class _ProcessTree:
             self.root = psutil.Process(pid)
 
     def record_descendants(self) -> None:
-        import psutil
-
         if self.root is None:
             return
         try:
@@ -434,8 +429,6 @@ async def _terminate(procs: list[psutil.Process], grace_s: float, *, pgid: int |
 
 
 def _signal_all(procs: Iterable[psutil.Process], sig: signal.Signals, pgid: int | None) -> None:
-    import psutil
-
     if pgid is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
@@ -452,8 +445,6 @@ async def _wait_gone(procs: list[psutil.Process], timeout_s: float) -> None:
 
 def _alive(proc: psutil.Process) -> bool:
     # A zombie has released everything; it only waits for its parent (or init) to reap it.
-    import psutil
-
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
@@ -461,8 +452,6 @@ def _alive(proc: psutil.Process) -> bool:
 
 
 def _create_time(proc: psutil.Process) -> float:
-    import psutil
-
     try:
         return proc.create_time()
     except psutil.Error:
@@ -470,8 +459,6 @@ def _create_time(proc: psutil.Process) -> float:
 
 
 def _group_members(pgid: int) -> list[psutil.Process]:
-    import psutil
-
     members: list[psutil.Process] = []
     for pid in psutil.pids():
         try:
@@ -488,8 +475,6 @@ def _pipe_writers(inodes: set[int]) -> list[psutil.Process]:
     Only write ends count: a process that merely inherited a read end (say, a worker forked
     from this program) cannot keep the pipe from reaching end-of-file and is none of ours.
     """
-    import psutil
-
     if not sys.platform.startswith("linux") or not inodes:
         return []
     wanted = {f"pipe:[{inode}]" for inode in inodes}
