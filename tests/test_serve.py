@@ -110,7 +110,8 @@ def test_a_used_run_id_is_409(tmp_path: Path) -> None:
 def raw_get(port: int, target: str) -> tuple[int, bytes]:
     """A request line sent as written: no client normalises the path first."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        host = f"127.0.0.1:{port}"
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
         data = b""
         while chunk := s.recv(65536):
             data += chunk
@@ -238,8 +239,8 @@ def test_a_non_loopback_bind_needs_a_token_and_checks_it(tmp_path: Path) -> None
             assert anon.get("/v1/councils", headers=headers).status_code == 401
             assert anon.post("/v1/councils", json=ask(), headers=headers).status_code == 401
         assert server.client.get("/v1/councils").status_code == 200
-        # A cookie may read but never change anything.
-        anon.cookies.set("rune_council_token", token)
+        # The token buys a cookie that may read but never change anything.
+        assert anon.post("/login", json={"token": token}).status_code == 204
         assert anon.get("/v1/councils").status_code == 200
         assert anon.post("/v1/councils", json=ask()).status_code == 401
         anon.close()

@@ -19,8 +19,11 @@ PROG = "rune council serve"
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
-        description="Serve councils over HTTP, with a live web view at /. Any address but "
-        "loopback needs a bearer token in $RUNE_COUNCIL_SERVE_TOKEN.",
+        description="Serve councils over HTTP, with a live web view at /. Requests must come "
+        "from this server's own pages or from programs, never from another web page. Other "
+        "accounts on this machine can reach a loopback server too: on a shared machine use "
+        "--require-token. Any address but loopback, --allow-host and --allow-origin need a "
+        "token.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port to listen on (8765)")
@@ -33,6 +36,31 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--cors-origin", action="append", default=[], help="allow this browser origin; repeatable"
+    )
+    p.add_argument(
+        "--require-token",
+        action="store_true",
+        help="require a bearer token: $RUNE_COUNCIL_SERVE_TOKEN, else the per-user token file "
+        "(made on first use, mode 0600)",
+    )
+    p.add_argument(
+        "--token-file", type=Path, help="require the token kept in this file (made if missing)"
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer to this Host (NAME or NAME:PORT; a reverse proxy, a LAN name); "
+        "needs a token; repeatable",
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="the browser origin the server is reached at behind a proxy "
+        "(https://council.example); needs a token; repeatable",
     )
     p.add_argument(
         "--max-body-bytes", type=int, default=1_000_000, help="largest request body (1 MB)"
@@ -55,10 +83,17 @@ def main(argv: list[str] | None = None) -> int:
     from ..config import load_config
     from ..paths import RuneDir
     from .settings import TOKEN_ENV, ServeSettings
+    from .token import default_token_file, load_or_create
 
     where = RuneDir.resolve(args.rune_dir)
+    token = os.environ.get(TOKEN_ENV) or None
+    token_source = f"${TOKEN_ENV}" if token else None
     try:
         config = load_config(where)
+        if args.token_file is not None or (args.require_token and token is None):
+            token_path = (args.token_file or default_token_file()).expanduser().absolute()
+            token = load_or_create(token_path)
+            token_source = str(token_path)
     except CouncilError as exc:
         print(f"rune council: {exc}", file=sys.stderr)
         return exit_code_for(exc)
@@ -66,12 +101,15 @@ def main(argv: list[str] | None = None) -> int:
         rune_dir=where.root,
         host=args.host,
         port=args.port,
-        token=os.environ.get(TOKEN_ENV) or None,
+        token=token,
+        token_source=token_source,
         max_concurrent=args.max_concurrent,
         max_queued=args.max_queued,
         artifact_root=args.artifact_root.absolute() if args.artifact_root else None,
         allow_external=True if args.yes else None,
         cors_origins=tuple(args.cors_origin),
+        allow_hosts=tuple(args.allow_host),
+        allow_origins=tuple(args.allow_origin),
         max_body_bytes=args.max_body_bytes,
         subagent_command=args.subagent_cmd or config.subagent.command,
         subagent_family=args.subagent_family or config.subagent.family or "unknown",
@@ -90,9 +128,21 @@ def main(argv: list[str] | None = None) -> int:
         )
         return ExitCode.BAD_INPUT  # a missing extra is bad input, as elsewhere
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(
-        f"{PROG}: http://{shown}:{args.port}/ (run files in {where.council_dir})", file=sys.stderr
-    )
+    url = f"http://{shown}:{args.port}/"
+    print(f"{PROG}: {url} (run files in {where.council_dir})", file=sys.stderr)
+    if token is not None and token_source is not None and token_source != f"${TOKEN_ENV}":
+        # The fragment never reaches a server or a proxy log; the page trades it for a
+        # cookie and drops it from the address bar. Only a terminal gets the token itself.
+        if sys.stderr.isatty():
+            print(f"{PROG}: token required; open {url}#token={token}", file=sys.stderr)
+        else:
+            print(
+                f"{PROG}: token required; it is in {token_source} "
+                f"(open {url}#token=<token>, or paste it on the page)",
+                file=sys.stderr,
+            )
+    elif token is not None:
+        print(f"{PROG}: token required (from {token_source})", file=sys.stderr)
     serve(settings, log_level=args.log_level)
     return ExitCode.OK
 

@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..contract import PerspectiveRequest, is_safe_run_id
 from ..errors import CouncilError, RequestError, RunFileError
-from .guard import BodyTooLarge, Guard
+from .guard import Access, BodyTooLarge, Guard
 
 if TYPE_CHECKING:
     from ..analytics.aggregate import Stats
@@ -47,6 +47,8 @@ from .sse import parse_last_event_id, run_events
 
 ASSETS = Path(__file__).with_name("assets")
 MAX_PAGE = 200
+# A login body is one token; anything bigger is not one.
+MAX_LOGIN_BODY = 4096
 ROW_STATUSES = {"queued", "running", "complete", "cancelled", "failed", "abandoned", "unreadable"}
 STAMPS = {"MULTI_FAMILY", "NO_DECORRELATION"}
 
@@ -135,6 +137,17 @@ async def _read_body(request: Request, limit: int) -> bytes:
     except BodyTooLarge:
         raise Reply(413, f"body larger than {limit} bytes") from None
     return b"".join(chunks)
+
+
+def _json_body(body: bytes) -> Any:
+    """The body as JSON, read by the project's capped loader: a deep nest of ``[`` is a
+    422 like any other bad body, never a RecursionError out of the handler."""
+    from ..safejson import UnreadableJSON, loads
+
+    try:
+        return loads(body, max_bytes=len(body), what="the body")
+    except UnreadableJSON as exc:
+        raise Reply(422, f"body: {exc}", [FieldProblem(field="body", message=str(exc))]) from None
 
 
 def _with_overrides(create: CouncilCreate) -> PerspectiveRequest:
@@ -241,13 +254,7 @@ def _checked_endpoints(names: list[str] | None, state: ServerState) -> list[str]
 
 async def create_council(request: Request) -> Response:
     state = _state(request)
-    body = await _read_body(request, state.settings.max_body_bytes)
-    try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise Reply(
-            422, f"body: not JSON ({exc})", [FieldProblem(field="body", message="not JSON")]
-        ) from None
+    data = _json_body(await _read_body(request, state.settings.max_body_bytes))
     if not isinstance(data, dict):
         raise _invalid([FieldProblem(field="body", message="must be a JSON object")])
     inner = data.get("request")
@@ -512,6 +519,28 @@ async def stats_picture(request: Request) -> Response:
     return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
 
 
+async def login(request: Request) -> Response:
+    """Trade the token for the session cookie the web view reads with (the token itself
+    never goes into a cookie)."""
+    access: Access = request.app.state.access
+    if access.token is None or access.session is None:
+        raise Reply(404, "this server takes no token")
+    data = _json_body(await _read_body(request, MAX_LOGIN_BODY))
+    token = data.get("token") if isinstance(data, dict) else None
+    if not isinstance(token, str) or not access.token_matches(token):
+        raise Reply(401, "wrong token", headers={"WWW-Authenticate": "Bearer"})
+    response = Response(status_code=204, headers={"Cache-Control": "no-store"})
+    response.set_cookie(
+        access.cookie_name,
+        access.session,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.headers.get("origin", "").startswith("https://"),
+    )
+    return response
+
+
 def _page(name: str) -> Any:
     async def serve(request: Request) -> Response:
         if "run_id" in request.path_params:
@@ -553,9 +582,11 @@ def create_app(settings: ServeSettings) -> Starlette:
         Route("/docs", _page("docs.html"), methods=["GET"]),
         Route("/stats", _page("stats.html"), methods=["GET"]),
         Route("/login", _page("login.html"), methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
         Mount("/assets", StaticFiles(directory=ASSETS), name="assets"),
     ]
-    middleware = [Middleware(Guard, settings=settings)]
+    access = Access(settings)
+    middleware = [Middleware(Guard, settings=settings, access=access)]
     if settings.cors_origins:
         from starlette.middleware.cors import CORSMiddleware
 
@@ -574,4 +605,5 @@ def create_app(settings: ServeSettings) -> Starlette:
         exception_handlers={Reply: _on_reply},
     )
     app.state.server = state
+    app.state.access = access
     return app
