@@ -12,6 +12,8 @@ status) and ``malformed`` (a body that is not the expected JSON, or text the cal
 answers in prose hands the slot to the next model). Later stages ask the same runtimes for
 ballots and merges without a check; those come back as text for the stage to judge. The key
 goes only into the Authorization header; every detail and answer we keep is scrubbed of it.
+Bodies are read raw and decoded by ``content_coding``, so a compressed reply is held to the
+same cap (and so the same memory and time) as a plain one.
 
 ``EndpointClient(transport=...)`` takes any httpx transport (``httpx.MockTransport`` in a
 caller's tests, say) instead of the network.
@@ -30,6 +32,7 @@ import sys
 import time
 import types
 from collections import Counter
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +43,7 @@ from ..errors import EndpointCallError
 from ..runtime import Answerer, ReplyCheck, RuntimeReply
 from ..safetext import one_line
 from .base import redact
+from .content_coding import ACCEPT_ENCODING, BodyDecoder, BodyTooLarge, BodyUnreadable
 from .limits import Backoff
 
 
@@ -148,13 +152,44 @@ class _ErrorReported(Exception):
     pass
 
 
+async def _decoded_chunks(
+    response: httpx.Response, cap: int, what: str = "response"
+) -> AsyncGenerator[bytes, None]:
+    """The body as the server meant it, chunk by chunk: raw bytes read and decoded here,
+    never past ``cap`` in any layer (see ``content_coding``), instead of by httpx's
+    unbounded decoders."""
+    try:
+        decoder = BodyDecoder(response.headers.get_list("content-encoding"), cap, what)
+        async for raw in response.aiter_raw():
+            data = decoder.feed(raw)
+            if data:
+                yield data
+        decoder.finish()
+    except BodyTooLarge as exc:
+        raise _TooLarge(str(exc)) from None
+    except BodyUnreadable as exc:
+        raise _Malformed(str(exc)) from None
+
+
 async def _read_capped(response: httpx.Response, cap: int) -> bytes:
     data = bytearray()
-    async for chunk in response.aiter_bytes():
+    async for chunk in _decoded_chunks(response, cap):
         data += chunk
-        if len(data) > cap:
-            raise _TooLarge(f"response exceeded {cap} bytes")
     return bytes(data)
+
+
+async def _error_body(response: httpx.Response) -> bytes:
+    """The first ``ERROR_BODY_CAP`` bytes of an error reply: enough for its message. A body
+    too long or unreadable still leaves the status to report."""
+    data = bytearray()
+    try:
+        async for chunk in _decoded_chunks(response, ERROR_BODY_CAP, "error body"):
+            data += chunk
+    except _TooLarge:
+        pass
+    except _Malformed as exc:
+        return f"(body not shown: {exc})".encode()
+    return bytes(data[:ERROR_BODY_CAP])
 
 
 def _content_text(content: Any) -> str:
@@ -198,37 +233,34 @@ async def _stream_text(response: httpx.Response, cap: int) -> str:
     """Join the deltas of a server-sent-event stream; a stream cut short is an error."""
     pieces: list[str] = []
     pending = b""
-    total = 0
     finished = done = False
-    async for chunk in response.aiter_bytes():
-        total += len(chunk)
-        if total > cap:
-            raise _TooLarge(f"stream exceeded {cap} bytes")
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            line = line.strip()
-            if not line.startswith(b"data:"):
-                continue
-            data = line[5:].strip()
-            if data == b"[DONE]":
-                done = True
-                continue
-            try:
-                event = safejson.loads(data, what="stream event")
-            except ValueError:
-                raise _Malformed(f"stream event is not JSON: {data[:120]!r}") from None
-            message = _error_message(event)
-            if message is not None:
-                raise _ErrorReported(message)
-            for choice in event.get("choices") or []:
-                if not isinstance(choice, dict):
+    async with contextlib.aclosing(_decoded_chunks(response, cap, "stream")) as chunks:
+        async for chunk in chunks:
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                line = line.strip()
+                if not line.startswith(b"data:"):
                     continue
-                delta = choice.get("delta") or {}
-                if isinstance(delta, dict):
-                    pieces.append(_content_text(delta.get("content")))
-                if choice.get("finish_reason"):
-                    finished = True
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    done = True
+                    continue
+                try:
+                    event = safejson.loads(data, what="stream event")
+                except ValueError:
+                    raise _Malformed(f"stream event is not JSON: {data[:120]!r}") from None
+                message = _error_message(event)
+                if message is not None:
+                    raise _ErrorReported(message)
+                for choice in event.get("choices") or []:
+                    if not isinstance(choice, dict):
+                        continue
+                    delta = choice.get("delta") or {}
+                    if isinstance(delta, dict):
+                        pieces.append(_content_text(delta.get("content")))
+                    if choice.get("finish_reason"):
+                        finished = True
     if not (done or finished):
         raise httpx.RemoteProtocolError("the stream ended before the answer was complete")
     text = "".join(pieces)
@@ -270,7 +302,13 @@ class EndpointClient:
     def _client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
         if self._http is None or self._http.is_closed or self._loop is not loop:
-            headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+            headers = {
+                "User-Agent": USER_AGENT,
+                "Accept": "application/json",
+                # Only what content_coding undoes with a bound; httpx would add br or zstd
+                # whenever their packages happen to be installed.
+                "Accept-Encoding": ACCEPT_ENCODING,
+            }
             if self._key is not None:
                 headers["Authorization"] = f"Bearer {self._key.reveal()}"
             self._http = httpx.AsyncClient(
@@ -396,7 +434,7 @@ class EndpointClient:
                 response = await client.send(request, stream=True)
                 try:
                     if not response.is_success:
-                        raw = await _read_capped(response, ERROR_BODY_CAP)
+                        raw = await _error_body(response)
                         return done(
                             "http_status",
                             _status_detail(response, raw),
@@ -437,7 +475,7 @@ class EndpointClient:
                 response = await client.send(request, stream=True)
                 try:
                     if not response.is_success:
-                        raw = await _read_capped(response, ERROR_BODY_CAP)
+                        raw = await _error_body(response)
                         raise EndpointCallError(
                             self.scrub(f"GET /models: {_status_detail(response, raw)}"),
                             kind="http_status",
@@ -456,6 +494,8 @@ class EndpointClient:
             ) from None
         except _TooLarge as exc:
             raise EndpointCallError(f"GET /models: {exc}", kind="too_large") from None
+        except _Malformed as exc:
+            raise EndpointCallError(f"GET /models: {exc}", kind="malformed") from None
         try:
             payload = safejson.loads(raw, what="model list")
             entries = payload["data"]

@@ -1,0 +1,329 @@
+"""An endpoint is not the user: what it replies is bounded, and a repository cannot add one.
+
+Every attack runs as an outsider would mount it: a real server on 127.0.0.1 sending the bytes
+it likes (compression bombs, stacked ``Content-Encoding``, escape sequences in model ids),
+and ``rune`` as a real process whose peak memory is read from the kernel (``wait4``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import answer, claim
+
+Q = "Should we shard the orders table?"
+MODEL = "meta/llama-3.3-70b-instruct"
+GOOD = answer(Q, "NO", [claim("The plan has no rollback step")])
+# A plain council stays far below this; each bomb below expands to a gigabyte or more.
+PEAK_RSS_BOUND = 400 * 1024 * 1024
+TIMEOUT_S = 20.0
+# Start-up, detection and writing the run file, on a loaded machine.
+MARGIN_S = 30.0
+# Old behaviour took the whole machine; the child may not use more address space than this.
+ADDRESS_SPACE_LIMIT = 3 * 1024 * 1024 * 1024
+
+
+# --------------------------------------------------------------------------- the server
+
+
+@dataclass
+class Reply:
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    status: int = 200
+    content_type: str = "application/json"
+
+
+def completion(text: str) -> bytes:
+    choice = {"index": 0, "message": {"role": "assistant", "content": text}}
+    return json.dumps({"object": "chat.completion", "choices": [choice]}).encode()
+
+
+def model_list(*ids: str) -> bytes:
+    return json.dumps({"object": "list", "data": [{"id": i} for i in ids]}).encode()
+
+
+@dataclass
+class HostileServer:
+    """``GET /v1/models`` and ``POST /v1/chat/completions`` answer with whatever bytes and
+    headers the test planted; every request is counted."""
+
+    models: Reply = field(default_factory=lambda: Reply(model_list(MODEL)))
+    chat: Reply = field(default_factory=lambda: Reply(completion(GOOD)))
+    requests: list[str] = field(default_factory=list)
+    _httpd: ThreadingHTTPServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> HostileServer:
+        app = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _reply(self, reply: Reply) -> None:
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Content-Length", str(len(reply.body)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                try:
+                    self.wfile.write(reply.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True
+
+            def do_GET(self) -> None:
+                app.requests.append(f"GET {self.path}")
+                self._reply(app.models)
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                app.requests.append(f"POST {self.path}")
+                self._reply(app.chat)
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._httpd is not None
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+# --------------------------------------------------------------------------- bombs
+
+GIGABYTE = 1 << 30
+
+
+def _compressed_zeros(size: int, wbits: int) -> bytes:
+    """``size`` zero bytes compressed (31: gzip, 15: zlib), without holding them."""
+    block = bytes(1 << 20)
+    c = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    parts = [c.compress(block) for _ in range(size // len(block))]
+    return b"".join([*parts, c.flush()])
+
+
+@pytest.fixture(scope="module")
+def gzip_gigabyte() -> bytes:
+    return _compressed_zeros(GIGABYTE, 31)
+
+
+@pytest.fixture(scope="module")
+def zlib_gigabyte() -> bytes:
+    return _compressed_zeros(GIGABYTE, 15)
+
+
+# --------------------------------------------------------------------------- running rune
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_rss: int  # bytes
+
+
+def _limit_address_space() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
+
+
+def environment(tmp: Path, **extra: str) -> dict[str, str]:
+    (tmp / "bin").mkdir(exist_ok=True)
+    return {
+        "PATH": f"{tmp / 'bin'}:/usr/bin:/bin",
+        "HOME": str(tmp),
+        "LANG": "C.UTF-8",
+        "RUNE_COUNCIL_LOGIN_SHELL": "0",
+        "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
+        **extra,
+    }
+
+
+def rune(tmp: Path, *args: str, wall_s: float = 120.0, **extra: str) -> Ran:
+    """``rune ARGS`` as a real process; its own peak RSS comes from ``wait4``, so nothing
+    else this test run started is counted."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rune_council.cli", *args],
+            cwd=tmp,
+            env=environment(tmp, **extra),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            preexec_fn=_limit_address_space,
+        )
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - started > wall_s:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.02)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - started
+        out.seek(0)
+        err.seek(0)
+        return Ran(
+            proc.returncode,
+            out.read().decode("utf-8", "replace"),
+            err.read().decode("utf-8", "replace"),
+            seconds,
+            usage.ru_maxrss * 1024,  # kilobytes on Linux
+        )
+
+
+def council(tmp: Path, server: HostileServer, run_id: str) -> tuple[Ran, dict[str, Any]]:
+    ran = rune(
+        tmp,
+        "council",
+        "--endpoint",
+        server.base_url,
+        "--timeout",
+        str(TIMEOUT_S),
+        "--n",
+        "2",
+        "--id",
+        run_id,
+        "--json",
+        Q,
+        wall_s=TIMEOUT_S + MARGIN_S + 60,
+    )
+    assert ran.stdout, ran.stderr
+    return ran, json.loads(ran.stdout)
+
+
+def bounded(ran: Ran) -> None:
+    mb = ran.peak_rss / 1e6
+    assert ran.peak_rss < PEAK_RSS_BOUND, f"peak RSS {mb:.0f} MB"
+    assert ran.seconds < TIMEOUT_S + MARGIN_S, f"took {ran.seconds:.1f} s"
+
+
+def endpoint_voices(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [v for v in doc["voices"] if v["source"] == "external-http"]
+
+
+# --------------------------------------------------------------------------- decoders
+
+
+BombCase = Callable[[bytes, bytes], Reply]
+
+
+def _stacked_gzip(gz: bytes, _z: bytes) -> Reply:
+    # 1.8 KB on the wire: gzip inside gzip, both announced.
+    return Reply(gzip.compress(gz), {"Content-Encoding": "gzip, gzip"})
+
+
+def _stacked_deflate(_gz: bytes, z: bytes) -> Reply:
+    return Reply(zlib.compress(z, 9), {"Content-Encoding": "deflate, deflate"})
+
+
+def _gzip_header_lines(gz: bytes, _z: bytes) -> Reply:
+    # The same stack announced as two header lines.
+    return Reply(gzip.compress(gz), {"Content-Encoding": "gzip", "content-encoding": "gzip"})
+
+
+def _hundred_layers(gz: bytes, _z: bytes) -> Reply:
+    body = gz
+    for _ in range(99):
+        body = gzip.compress(body, 9)
+    return Reply(body, {"Content-Encoding": ", ".join(["gzip"] * 100)})
+
+
+def _streamed_stack(gz: bytes, _z: bytes) -> Reply:
+    # A server-sent-event reply is read chunk by chunk: the same stack, streamed.
+    return Reply(
+        gzip.compress(gz), {"Content-Encoding": "gzip, gzip"}, content_type="text/event-stream"
+    )
+
+
+BOMBS: dict[str, tuple[BombCase, str]] = {
+    "gzip-in-gzip": (_stacked_gzip, "exceeded 1000000 bytes"),
+    "deflate-in-deflate": (_stacked_deflate, "exceeded 1000000 bytes"),
+    "gzip-twice-by-header-lines": (_gzip_header_lines, "exceeded 1000000 bytes"),
+    "gzip-x100": (_hundred_layers, "stacks 100 content encodings"),
+    "streamed-gzip-in-gzip": (_streamed_stack, "exceeded 1000000 bytes"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BOMBS))
+def test_a_compression_bomb_drops_the_voice_within_memory_and_time(
+    tmp_path: Path, case: str, gzip_gigabyte: bytes, zlib_gigabyte: bytes
+) -> None:
+    build, reason = BOMBS[case]
+    reply = build(gzip_gigabyte, zlib_gigabyte)
+    assert len(reply.body) < 64_000  # a small reply ...
+    with HostileServer(chat=reply) as server:
+        ran, doc = council(tmp_path, server, f"bomb-{case}")
+    bounded(ran)  # ... that must not become a large process
+    voices = endpoint_voices(doc)
+    assert voices, doc["notes"]
+    for voice in voices:
+        assert voice["status"] == "dropped"
+        assert reason in voice["drop_reason"], voice["drop_reason"]
+        assert voice["attempts"][0]["outcome"] in ("too_large", "malformed")
+
+
+def test_a_brotli_reply_is_refused_not_decoded_by_whatever_is_installed(tmp_path: Path) -> None:
+    """Whether httpx decodes br depends on which packages are installed, and not every
+    brotli decoder takes an output bound: the client does not ask for it and refuses it."""
+    reply = Reply(completion(GOOD), {"Content-Encoding": "br"})
+    with HostileServer(chat=reply) as server:
+        ran, doc = council(tmp_path, server, "brotli")
+    bounded(ran)
+    voices = endpoint_voices(doc)
+    assert voices, doc["notes"]
+    for voice in voices:
+        assert voice["status"] == "dropped"
+        assert "encoded as 'br', which this client did not ask for" in voice["drop_reason"]
+
+
+def test_an_honest_compressed_reply_still_answers(tmp_path: Path) -> None:
+    reply = Reply(gzip.compress(completion(GOOD)), {"Content-Encoding": "gzip"})
+    with HostileServer(chat=reply) as server:
+        ran, doc = council(tmp_path, server, "honest")
+    voices = endpoint_voices(doc)
+    assert voices and all(v["status"] == "complete" for v in voices), voices
+    assert ran.peak_rss < PEAK_RSS_BOUND
+
+
+def test_a_bomb_in_the_model_list_leaves_the_endpoint_unseated_within_bounds(
+    tmp_path: Path, gzip_gigabyte: bytes
+) -> None:
+    bomb = Reply(gzip.compress(gzip_gigabyte), {"Content-Encoding": "gzip, gzip"})
+    with HostileServer(models=bomb) as server:
+        ran = rune(tmp_path, "council", "endpoints", "--endpoint", server.base_url)
+        assert server.requests == ["GET /v1/models"]
+    bounded(ran)
+    assert ran.returncode == 0, ran.stderr
+    assert "model discovery failed (GET /models: response exceeded 8000000 bytes" in ran.stdout
