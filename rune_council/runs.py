@@ -4,11 +4,18 @@ A run file names the process that writes it (``orchestrator``: pid, host, a hear
 refreshed every few seconds). On the same host the pid settles whether the writer is alive;
 from another host only the heartbeat's age can, so a silent remote run is declared
 abandoned only after many missed heartbeats.
+
+A run file is data, never instructions: it can arrive with a cloned repository, so every
+reader opens it without following a symlink, and a value in it that leads to an action (the
+pid to inspect, the marker whose leftover processes are killed and whose working directories
+are removed) is used only when it has the exact shape this program writes (``shapes``), and
+then only on processes and directories that prove to be this run's themselves.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import socket
 from dataclasses import dataclass
@@ -17,11 +24,12 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from . import safejson
+from . import safejson, shapes
 from .contract import CouncilResult, Orchestrator
 from .errors import RunFileError, file_error
 from .paths import RuneDir
-from .safefile import read_capped
+from .safefile import NotRegularFile, is_plain_file, is_symlink, read_capped
+from .safetext import one_line
 
 # Six missed heartbeats (they come every 5 s) before a run on another host counts as gone.
 REMOTE_STALE_AFTER_S = 30.0
@@ -48,12 +56,32 @@ def locate(ref: str, rune_dir: str | os.PathLike[str] | None = None) -> Path:
     return RuneDir.resolve(rune_dir).run_file(ref)
 
 
+def is_plain_run_file(path: Path) -> bool:
+    """Whether a reader may look at ``path`` at all: a regular file, not a symlink to one.
+
+    Every door that lists or serves run files asks this one question; the read itself
+    (``read_bytes``) refuses a symlink again when it opens the file, so a link swapped in
+    after this check is refused all the same.
+    """
+    return is_plain_file(path)
+
+
 def read_bytes(path: Path) -> bytes:
-    """A run file's bytes, capped; every failure is one ``RunFileError`` line."""
+    """A run file's bytes, capped; every failure is one ``RunFileError`` line.
+
+    A symlink is refused: a repository could ship ``.rune/council/run-x.json`` pointing at
+    any file of the user's, and the run file's contents are shown by ``show`` and served.
+    """
     try:
-        raw, cut = read_capped(path, MAX_RUN_FILE_BYTES)
+        raw, cut = read_capped(path, MAX_RUN_FILE_BYTES, follow_symlinks=False)
     except FileNotFoundError:
         raise RunFileError(f"no run file at {path}") from None
+    except NotRegularFile as exc:
+        if exc.errno == errno.ELOOP and is_symlink(path):
+            raise RunFileError(
+                f"{path} is a symlink; run files are read only as plain files"
+            ) from None
+        raise file_error(f"cannot read {path}", exc) from None
     except OSError as exc:
         raise file_error(f"cannot read {path}", exc) from None
     if cut:
@@ -114,6 +142,9 @@ def _process_state(pid: int, started_at: str) -> tuple[bool, str]:
     """(alive, why) for a pid on this host, seeing through zombies and reused pids."""
     import psutil
 
+    if not shapes.is_pid(pid):
+        # No process of ours has that pid (0, 1, negative: a group, or beyond any pid).
+        return False, f"the run file names no usable orchestrator pid ({one_line(repr(pid), 40)})"
     try:
         proc = psutil.Process(pid)
         status = proc.status()
@@ -131,17 +162,30 @@ def _process_state(pid: int, started_at: str) -> tuple[bool, str]:
 
 
 def _reap_leftovers(orch: Orchestrator) -> str:
-    """Kill what a dead council's voices left running; a note for the detail, if any."""
+    """Kill what a dead council's voices left running and remove their working directories;
+    a note for the detail, if any.
+
+    Nothing here trusts the file: a marker of another shape stops everything; with a
+    well-formed one, a process is killed only if it is this user's and carries the marker
+    itself, and a directory is removed only if its name has the shape of one of the run's
+    working directories and it is this user's own, directly in the temp root.
+    """
+    marker = orch.voice_marker
+    if not shapes.is_run_marker(marker) or not shapes.is_pid(orch.pid):
+        return ""
     from .runtimes import lineage
     from .runtimes.process import remove_leftover_dirs
 
-    killed = lineage.kill_recorded([(p.pid, p.started) for p in orch.voice_processes])
-    if orch.voice_marker:
-        began = parse_time(orch.started_at)
-        killed += lineage.kill_marked(
-            orch.voice_marker, not_before=began.timestamp() if began else None
-        )
-        remove_leftover_dirs(orch.voice_marker)
+    assert marker is not None  # is_run_marker says so
+    recorded = [(p.pid, p.started) for p in orch.voice_processes]
+    killed = lineage.kill_recorded(marker, recorded)
+    began = parse_time(orch.started_at)
+    try:
+        not_before = began.timestamp() if began else None
+    except (OverflowError, OSError, ValueError):
+        not_before = None
+    killed += lineage.kill_marked(marker, not_before=not_before)
+    remove_leftover_dirs(marker)
     return f"; {killed} voice process(es) it left running were killed" if killed else ""
 
 
@@ -160,18 +204,21 @@ def liveness(
     beat = parse_time(orch.heartbeat_at)
     age = (now - beat).total_seconds() if beat else None
     here = host or socket.gethostname()
+    # The host name is the file's word; shown, it is one short line.
+    where = one_line(orch.host, 80)
     if orch.host == here:
         alive, why = _process_state(orch.pid, orch.started_at)
         if not alive:
             why += _reap_leftovers(orch)
-        return Liveness("alive" if alive else "gone", f"{why} on {orch.host}", age)
+        return Liveness("alive" if alive else "gone", f"{why} on {where}", age)
     if age is not None and age > REMOTE_STALE_AFTER_S:
         return Liveness(
             "gone",
-            f"orchestrator on host {orch.host} (pid {orch.pid}) sent no heartbeat for {age:.0f} s",
+            f"orchestrator on host {where} (pid {one_line(str(orch.pid), 24)}) sent no "
+            f"heartbeat for {age:.0f} s",
             age,
         )
-    return Liveness("unknown", f"orchestrator runs on another host ({orch.host})", age)
+    return Liveness("unknown", f"orchestrator runs on another host ({where})", age)
 
 
 @dataclass(frozen=True)
@@ -240,7 +287,7 @@ def list_runs(rune_dir: RuneDir, limit: int | None = None) -> list[RunSummary]:
     directory = rune_dir.council_dir
     if not directory.is_dir():
         return []
-    paths = [p for p in directory.glob("run-*.json") if p.is_file() and not p.is_symlink()]
+    paths = [p for p in directory.glob("run-*.json") if is_plain_run_file(p)]
     rows = [summarise(p) for p in paths]
 
     def newest_first(row: RunSummary) -> tuple[bool, float, float]:

@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["NotRegularFile", "read_capped"]
+__all__ = ["NotRegularFile", "is_plain_file", "is_symlink", "read_capped", "read_capped_text"]
 
 _CHUNK = 1 << 20
 
@@ -34,15 +34,26 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_capped(path: str | os.PathLike[str], cap: int) -> tuple[bytes, bool]:
+def read_capped(
+    path: str | os.PathLike[str], cap: int, *, follow_symlinks: bool = True
+) -> tuple[bytes, bool]:
     """(up to ``cap`` bytes of the file, whether there was more).
 
     Raises ``FileNotFoundError`` and other ``OSError`` as ``open`` does, and
     ``NotRegularFile`` (an ``OSError`` whose ``strerror`` says what the path is) for
-    anything but a regular file.
+    anything but a regular file. With ``follow_symlinks=False`` a symlink is one of those:
+    the refusal is made by ``open`` itself, so the link cannot be swapped in after a check.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
-    fd = os.open(path, flags)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        # O_NOFOLLOW on a symlink fails with ELOOP (EMLINK on FreeBSD).
+        if not follow_symlinks and exc.errno in (errno.ELOOP, errno.EMLINK) and is_symlink(path):
+            raise NotRegularFile(errno.ELOOP, "a symlink, not a regular file", str(path)) from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -59,6 +70,22 @@ def read_capped(path: str | os.PathLike[str], cap: int) -> tuple[bytes, bool]:
         os.close(fd)
     data = b"".join(chunks)
     return data[:cap], len(data) > cap
+
+
+def is_symlink(path: str | os.PathLike[str]) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def is_plain_file(path: str | os.PathLike[str]) -> bool:
+    """A regular file in its own right, not a symlink to one: the only kind of file a reader
+    of untrusted files lists (the read itself refuses the rest, race-free)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def read_capped_text(path: Path, cap: int) -> str:

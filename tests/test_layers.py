@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "errors",
             "text",
             "paths",  # where files go and the run-id guard; reads no file
+            "shapes",  # the exact shapes of values this program writes and acts on
             "answer",  # parsing a voice's answer text
             "prompts",  # the text of the prompts, built from the contract
             "schema",  # JSON Schemas generated from the contract

@@ -7,6 +7,12 @@ when a same-size rewrite could hide inside the timestamp's granularity); a new o
 file is; an entry whose file is gone is dropped. The index is a cache: one that cannot be
 read whole, or was written by another version, is rebuilt from the run files, and one that
 cannot be written (a read-only directory) only costs the next pass its speed.
+
+An index can arrive with a repository like any other file in ``.rune/``, and a planted one
+could pair real run files with digests they do not hold. So an entry is also keyed on what
+only this machine knows about the file: its inode and its change time, which the kernel sets
+when the file is created here and nobody can set back. An index written anywhere else never
+matches, and every file it describes is read again. A symlinked index is not read.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from .digest import RunDigest, digest
 
 INDEX_NAME = "stats-index.json"
 # Bumped whenever a digest's meaning changes, so an old index is rebuilt, never misread.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 # Far above an index of 100,000 runs; an index bigger than this is not ours.
 MAX_INDEX_BYTES = 512_000_000
 # A file modified this recently may be rewritten again within the file system's timestamp
@@ -42,6 +48,10 @@ class Entry(BaseModel):
 
     size: int = Field(ge=0)
     mtime_ns: int = Field(ge=0)
+    # Set by the kernel when the file was made on this machine; a planted index cannot
+    # know them, so its entries never match (see the module's note).
+    ino: int = Field(default=0, ge=0)
+    ctime_ns: int = Field(default=0, ge=0)
     run: RunDigest | None = None
     skipped: str | None = Field(default=None, max_length=MAX_SKIP_REASON)
 
@@ -73,7 +83,7 @@ class Collected:
 
 def _read_index(path: Path) -> tuple[dict[str, Entry], str | None]:
     try:
-        raw, cut = read_capped(path, MAX_INDEX_BYTES)
+        raw, cut = read_capped(path, MAX_INDEX_BYTES, follow_symlinks=False)
     except FileNotFoundError:
         return {}, None
     except OSError as exc:
@@ -143,12 +153,21 @@ def collect_one(rune_dir: RuneDir, *, use_index: bool = True) -> Collected:
             entry is not None
             and entry.size == st.st_size
             and entry.mtime_ns == st.st_mtime_ns
+            and entry.ino == st.st_ino
+            and entry.ctime_ns == st.st_ctime_ns
             and st.st_mtime_ns < settled_before
         ):
             out.reused += 1
         else:
             run, why = _summarise(rune_dir.council_dir / name)
-            entry = Entry(size=st.st_size, mtime_ns=st.st_mtime_ns, run=run, skipped=why)
+            entry = Entry(
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+                ino=st.st_ino,
+                ctime_ns=st.st_ctime_ns,
+                run=run,
+                skipped=why,
+            )
             out.read += 1
         new[name] = entry
         if entry.run is not None:

@@ -4,18 +4,30 @@ Each line is written whole and flushed as soon as its item ends, so the file is 
 at any moment and a batch stopped by Ctrl-C leaves every line it wrote complete. Nothing
 keeps the rows once written: the summary needs only the counts in ``Tally`` and the first
 few problems.
+
+The file lives in ``.rune/batch/``, where a cloned repository can have put anything first:
+a new batch replaces the name with a file of its own (a symlink there is refused, a hard
+link or a FIFO is replaced, never written into), and a reader takes each line as data,
+bounded and checked field by field.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Literal, TextIO
+
+from pydantic import TypeAdapter, ValidationError
 
 from ..contract import CouncilResult
+from ..errors import RunFileError, file_error
 from ..runs import seconds_between
+from ..safefile import is_symlink, read_capped
 
 Status = Literal["complete", "failed", "cancelled", "busy", "invalid"]
 # complete: the council finished (now or in an earlier run that still verifies)
@@ -24,6 +36,10 @@ Status = Literal["complete", "failed", "cancelled", "busy", "invalid"]
 # busy: another council holds its run id right now; left alone
 # invalid: the line is not an item; it never ran
 PROBLEMS_SHOWN = 20
+# A results file of a million items is far smaller; a bigger one is not a results file.
+MAX_RESULTS_BYTES = 512_000_000
+# One row is a few hundred bytes; its error text is the longest part.
+MAX_ROW_BYTES = 64_000
 
 
 @dataclass(frozen=True)
@@ -47,8 +63,16 @@ class Row:
 
     @classmethod
     def from_json(cls, text: str) -> Row:
-        data: dict[str, Any] = json.loads(text)
-        return cls(**data)
+        """A row from one line; ``ValueError`` (one line saying why) if it is not a row."""
+        if len(text) > MAX_ROW_BYTES:
+            raise ValueError(f"longer than {MAX_ROW_BYTES} characters")
+        try:
+            # pydantic's own parser bounds the nesting; strict: no "1" taken for 1.
+            return _ROW.validate_json(text, strict=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "row"
+            raise ValueError(f"not a results row: {where}: {first['msg']}") from None
 
 
 def row_for(result: CouncilResult, line: int, run_file: Path, *, resumed: bool = False) -> Row:
@@ -117,8 +141,27 @@ class ResultsFile:
         self._fh: TextIO | None = None
 
     def __enter__(self) -> ResultsFile:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("w", encoding="utf-8")
+        directory = self.path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise file_error(f"cannot create {directory}", exc) from None
+        if is_symlink(self.path):
+            raise RunFileError(f"refusing to write through a symlink: {self.path}")
+        # A file of our own, renamed over the name: whatever was there (a link swapped in
+        # after the check included) is replaced, never opened and truncated.
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            raise file_error(f"cannot write in {directory}", exc) from None
+        try:
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise file_error(f"cannot write {self.path}", exc) from None
+        self._fh = os.fdopen(fd, "w", encoding="utf-8")
         return self
 
     def write(self, row: Row) -> None:
@@ -132,7 +175,27 @@ class ResultsFile:
             self._fh = None
 
 
+_ROW: TypeAdapter[Row] = TypeAdapter(Row)
+
+
 def read_rows(path: Path) -> list[Row]:
-    """Every row of a results file (for tests and tools; a batch never reads its own)."""
-    with path.open(encoding="utf-8") as fh:
-        return [Row.from_json(line) for line in fh if line.strip()]
+    """Every row of a results file (for tests and tools; a batch never reads its own).
+
+    The file may not be the batch's own: a symlink is refused, and a line that is not a row
+    is a ``RunFileError`` naming the line, never an exception from deep inside the parser.
+    """
+    try:
+        raw, cut = read_capped(path, MAX_RESULTS_BYTES, follow_symlinks=False)
+    except OSError as exc:
+        raise file_error(f"cannot read {path}", exc) from None
+    if cut:
+        raise RunFileError(f"{path} is larger than {MAX_RESULTS_BYTES} bytes; not read")
+    rows: list[Row] = []
+    for number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(Row.from_json(line))
+        except ValueError as exc:
+            raise RunFileError(f"{path}:{number}: {exc}") from None
+    return rows

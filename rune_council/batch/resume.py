@@ -48,7 +48,9 @@ def decide(
     run_id: str, line: int, path: Path, request: dict[str, Any], *, retry_failed: bool
 ) -> Decision:
     """``request`` is the item's request with its artifact read (what the council would get)."""
-    if not path.exists():
+    # A symlink counts as a file even when it dangles: it is refused below (a run file is
+    # read only as a plain file), never taken for "no run yet" and written through.
+    if not path.exists() and not path.is_symlink():
         return Decision("run")
     failed: Action = "rerun" if retry_failed else "keep"
     try:

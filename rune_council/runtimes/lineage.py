@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
+from .. import shapes
+
 if TYPE_CHECKING:
     import psutil
 else:  # loaded on first use: a council of endpoints alone never starts a process
@@ -37,6 +39,7 @@ __all__ = [
     "child_setup",
     "current_run_marker",
     "ensure_subreaper",
+    "kill_if_voice",
     "kill_marked",
     "kill_recorded",
     "live_voices",
@@ -51,12 +54,17 @@ __all__ = [
 
 MARKER_VAR = "RUNE_COUNCIL_VOICE"
 
+# A process's start time as psutil reads it twice can differ by clock-tick rounding.
+_START_SLACK_S = 1.0
+# Enough of /proc/<pid>/environ for any real environment.
+_ENVIRON_CAP = 1_000_000
+
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 # Voices started outside any council run (direct library use) still get a marker unique to
 # this process, so their lineage can be found all the same.
-_PROCESS_MARKER = os.urandom(8).hex()
+_PROCESS_MARKER = os.urandom(shapes.RUN_MARKER_BYTES).hex()
 _run_marker: ContextVar[str] = ContextVar("rune_council_run_marker", default=_PROCESS_MARKER)
 _serial = itertools.count(1)
 _subreaper_lock = threading.Lock()
@@ -95,23 +103,102 @@ def live_voices(run: str) -> list[tuple[int, float]]:
         return sorted(_live.get(run, {}).items())
 
 
-def kill_recorded(processes: list[tuple[int, float]]) -> int:
-    """SIGKILL each (pid, start time) that still names the same process; how many."""
+def kill_recorded(run: str, processes: list[tuple[int, float]]) -> int:
+    """SIGKILL each recorded (pid, start time) that is still a voice of run ``run``; how many.
+
+    The list comes from a run file, which anyone can write: a pid is signalled only when the
+    process it names now started at the recorded time, belongs to this user and carries the
+    run's marker, so a planted file can name any process and still reach none.
+    """
+    if not shapes.is_run_marker(run):
+        return 0
     count = 0
-    for pid, started in processes:
-        try:
-            proc = psutil.Process(pid)
-            if abs(proc.create_time() - started) > 1.0:
-                continue  # the pid now belongs to someone else
-            proc.kill()
+    for pid, started in processes[: shapes.MAX_RECORDED_PROCESSES]:
+        if shapes.is_start_time(started) and kill_if_voice(pid, run, started=started):
             count += 1
-        except psutil.Error:
-            continue
     return count
 
 
+def _environ_value(proc: psutil.Process, name: str) -> str | None:
+    """The value of ``name`` the way the process's own ``getenv`` sees it (the first one)."""
+    if sys.platform.startswith("linux"):
+        try:
+            with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+                data = fh.read(_ENVIRON_CAP)
+        except OSError:
+            return None
+        key = name.encode() + b"="
+        for entry in data.split(b"\0"):
+            if entry.startswith(key):
+                return entry[len(key) :].decode("ascii", errors="replace")
+        return None
+    try:
+        return proc.environ().get(name)
+    except psutil.Error:
+        return None
+
+
+def _mine(proc: psutil.Process) -> bool:
+    """Run by this user, really and effectively (a setuid program the user started is not)."""
+    if not hasattr(os, "getuid"):
+        return True  # no uids to compare; the marker still has to match
+    try:
+        uids = proc.uids()
+    except (psutil.Error, AttributeError):
+        return False
+    me = os.getuid()
+    return bool(uids.real == me and uids.effective == me)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A handle on the process itself, where the system has one: a signal sent through it
+    reaches that process or nothing, however soon its pid is reused."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None or not hasattr(signal, "pidfd_send_signal"):
+        return None
+    try:
+        fd: int = opener(pid)
+    except OSError:
+        return None
+    return fd
+
+
+def kill_if_voice(
+    pid: int, run: str, *, started: float | None = None, not_before: float | None = None
+) -> bool:
+    """SIGKILL ``pid`` if, and only if, it is a live voice process of run ``run``.
+
+    A voice process is this user's, carries ``RUNE_COUNCIL_VOICE=<run>.<n>`` (inherited,
+    never set by anyone but this program) and, when given, started at ``started`` and not
+    before ``not_before``. The checks and the signal go to one process: through a pidfd on
+    Linux, elsewhere through psutil, which refuses a pid reused since it looked.
+    """
+    if not shapes.is_run_marker(run) or not shapes.is_pid(pid) or pid == os.getpid():
+        return False
+    handle = _pidfd(pid)
+    try:
+        proc = psutil.Process(pid)
+        created = proc.create_time()
+        if started is not None and abs(created - started) > _START_SLACK_S:
+            return False  # the pid now belongs to someone else
+        if not_before is not None and created < not_before - _START_SLACK_S:
+            return False  # a marker is inherited; it never predates its run
+        if not _mine(proc) or not shapes.is_voice_marker(_environ_value(proc, MARKER_VAR), run):
+            return False
+        if handle is not None:
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+        else:
+            proc.kill()
+    except (psutil.Error, OSError, ValueError):
+        return False
+    finally:
+        if handle is not None:
+            os.close(handle)
+    return True
+
+
 def new_run_marker() -> str:
-    return os.urandom(8).hex()
+    return os.urandom(shapes.RUN_MARKER_BYTES).hex()
 
 
 def current_run_marker() -> str:
@@ -129,7 +216,7 @@ def run_marker(marker: str) -> Iterator[None]:
 
 
 def next_voice_marker() -> str:
-    return f"{_run_marker.get()}.{next(_serial)}"
+    return shapes.voice_marker(_run_marker.get(), next(_serial))
 
 
 @functools.cache
@@ -183,7 +270,7 @@ def _environ_has(pid: int, needle: bytes) -> bool:
         with open(f"/proc/{pid}/environ", "rb") as fh:
             # The block starts without a NUL; prepend one so the first variable matches
             # like the others.
-            data = b"\0" + fh.read(1_000_000)
+            data = b"\0" + fh.read(_ENVIRON_CAP)
     except OSError:
         return False
     return needle in data
@@ -239,18 +326,16 @@ def reap_adopted(procs: list[psutil.Process]) -> None:
 
 
 def kill_marked(run: str, *, not_before: float | None = None) -> int:
-    """SIGKILL every live process marked as belonging to ``run``; how many were signalled.
+    """SIGKILL every live voice process of run ``run``; how many were signalled.
 
     ``not_before`` (a Unix time) spares processes created before it: a marker can only be
-    inherited, never predate the run that made it.
+    inherited, never predate the run that made it. ``run`` may come from a run file, so it
+    must be a marker this program could have made before anything is searched for.
     """
+    if not shapes.is_run_marker(run):
+        return 0
     count = 0
     for proc in marked_processes(f"{run}.", prefix=True):
-        try:
-            if not_before is not None and proc.create_time() < not_before - 1.0:
-                continue
-            proc.kill()
+        if kill_if_voice(proc.pid, run, not_before=not_before):
             count += 1
-        except psutil.Error:
-            continue
     return count

@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
+from .. import shapes
 from . import lineage
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ async def run_process(
             try:
                 # Named after the voice, so a later command can remove what a killed council
                 # left (remove_leftover_dirs).
-                scratch = tempfile.mkdtemp(prefix=f"rune-council-{marker}-")  # mode 0o700
+                scratch = tempfile.mkdtemp(prefix=shapes.scratch_prefix(marker))  # mode 0o700
             except OSError as exc:
                 return _not_started(started, f"could not create a working directory: {exc}")
         run = _Run(
@@ -555,32 +556,134 @@ def _not_started(started: float, detail: str) -> ProcessResult:
     )
 
 
-def _remove_tree(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-    if not os.path.lexists(path):
-        return
-    # The child may have left directories it made unreadable or unwritable. They are ours,
-    # so open them up and try again; symlinks are skipped so nothing outside is touched.
-    with contextlib.suppress(OSError):
-        os.chmod(path, 0o700)
-    for root, dirs, _files in os.walk(path):
-        for name in dirs:
-            sub = os.path.join(root, name)
-            if not os.path.islink(sub):
+_DIR_FLAGS = (
+    os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+# Deeper than any working directory a CLI makes; each level holds one descriptor open.
+_MAX_DEPTH = 128
+
+
+def _open_dir(name: str, parent: int) -> int | None:
+    """``name`` in the directory open as ``parent``, opened without following a symlink; a
+    directory a voice locked (mode 000, ours) is unlocked through a handle, never a path."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except PermissionError:
+        pass
+    except OSError:
+        return None  # a symlink, not a directory, or already gone
+    o_path = getattr(os, "O_PATH", 0)
+    if not o_path or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        handle = os.open(name, o_path | (_DIR_FLAGS & ~os.O_ACCMODE), dir_fd=parent)
+    except OSError:
+        return None
+    try:
+        if os.fstat(handle).st_uid != os.getuid():
+            return None  # not ours to unlock
+        # /proc/self/fd/N is the inode the handle holds, whatever the name now points at.
+        os.chmod(f"/proc/self/fd/{handle}", 0o700)
+        return os.open(f"/proc/self/fd/{handle}", _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+
+
+def _clear(top: int) -> None:
+    """Remove everything inside the directory open as ``top``, reaching nothing outside it:
+    every step is relative to an open directory, and symlinks are removed, not followed."""
+    stack: list[tuple[int, str, list[str]]] = []
+
+    def enter(fd: int, name: str) -> None:
+        with contextlib.suppress(OSError):
+            if os.fstat(fd).st_mode & 0o700 != 0o700:
+                os.fchmod(fd, 0o700)  # a voice may have made its own directory read-only
+        try:
+            names = os.listdir(fd)
+        except OSError:
+            names = []
+        stack.append((fd, name, names))
+
+    enter(top, "")
+    while stack:
+        fd, name, names = stack[-1]
+        if not names:
+            stack.pop()
+            if stack:
+                os.close(fd)
                 with contextlib.suppress(OSError):
-                    os.chmod(sub, 0o700)
-    shutil.rmtree(path, ignore_errors=True)
+                    os.rmdir(name, dir_fd=stack[-1][0])
+            continue
+        child = names.pop()
+        try:
+            st = os.stat(child, dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and len(stack) < _MAX_DEPTH:
+            sub = _open_dir(child, fd)
+            if sub is not None:
+                enter(sub, child)
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(child, dir_fd=fd)
+
+
+def _remove_own_dir(parent: int, name: str) -> bool:
+    """Remove directory ``name`` inside ``parent`` if it is a real directory of this user's
+    (checked on the opened handle, so a swapped-in symlink or another's directory is left
+    alone); whether it was ours to remove."""
+    fd = _open_dir(name, parent)
+    if fd is None:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISDIR(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+            return False
+        _clear(fd)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(name, dir_fd=parent)
+    return True
+
+
+def _remove_tree(path: str) -> None:
+    """Remove a working directory this process made, whatever the child left in it."""
+    parent, name = os.path.split(os.path.abspath(path))
+    try:
+        parent_fd = os.open(parent, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return
+    try:
+        _remove_own_dir(parent_fd, name)
+    finally:
+        os.close(parent_fd)
 
 
 def remove_leftover_dirs(run: str) -> int:
     """Remove the working directories voices of run ``run`` had when their council was
-    killed before it could; how many were removed."""
-    import glob
+    killed before it could; how many were removed.
 
-    base = tempfile.gettempdir()
+    ``run`` comes from a run file, so it never becomes part of a path: the temp root is
+    listed, and only an entry directly inside it whose name has the exact shape of one of
+    this run's working directories, and that is a directory this user owns, is removed.
+    """
+    if not shapes.is_run_marker(run):
+        return 0
+    # The temp root is the user's own setting (TMPDIR), not the file's; it may be a symlink.
+    try:
+        root = os.open(tempfile.gettempdir(), _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return 0
     removed = 0
-    for path in glob.glob(os.path.join(glob.escape(base), f"rune-council-{glob.escape(run)}.*")):
-        if os.path.isdir(path) and not os.path.islink(path):
-            _remove_tree(path)
-            removed += 1
+    try:
+        for name in os.listdir(root):
+            if shapes.is_scratch_dir_name(name, run) and _remove_own_dir(root, name):
+                removed += 1
+    except OSError:
+        pass
+    finally:
+        os.close(root)
     return removed
