@@ -115,8 +115,9 @@ def start(
     env: dict[str, str] | None = None,
     host: str = "127.0.0.1",
     token: str | None = None,
+    port: int | None = None,
 ) -> Server:
-    port = free_port()
+    port = port or free_port()
     log = home / "server.log"
     proc = subprocess.Popen(
         [
