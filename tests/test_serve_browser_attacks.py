@@ -173,11 +173,12 @@ def test_only_a_json_body_can_start_a_council(tmp_path: Path) -> None:
     install_voices(tmp_path / "bin")
     with serving(tmp_path, "--yes") as server:
         plant(server)
-        text_form = '{"request": {"id": "evil", "question": "x", "n": 3}, "pad": "="}'
+        # <form enctype="text/plain"> sends name=value; the "=" lands inside the question.
+        text_form = '{"request": {"id": "evil", "n": 3, "question": "Take over?="}}\r\n'
         for ctype, body in (
             ("text/plain", evil_body()),  # fetch(..., {mode: "no-cors", body})
             ("text/plain;charset=UTF-8", evil_body()),
-            ("text/plain", text_form),  # <form enctype="text/plain">
+            ("text/plain", text_form),
             ("application/x-www-form-urlencoded", "request=%7B%7D"),
             ("multipart/form-data; boundary=x", "--x\r\n\r\n" + evil_body() + "\r\n--x--\r\n"),
             (None, evil_body()),  # navigator.sendBeacon with a string body is text/plain too
