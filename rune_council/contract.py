@@ -21,11 +21,11 @@ from pydantic import (
     model_validator,
 )
 
-# Writers write 2.5; readers accept 2.0 to 2.4 too, since each version only added to the
+# Writers write 2.6; readers accept 2.0 to 2.5 too, since each version only added to the
 # last. A new version adds optional fields only: bump the minor number here, add it to
 # SchemaVersion, regenerate contracts/ and describe it in contracts/council-voice-contract.md.
-SCHEMA_VERSION: Literal["2.5"] = "2.5"
-SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3", "2.4", "2.5"]
+SCHEMA_VERSION: Literal["2.6"] = "2.6"
+SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
 MAX_VOICES = 5
 MIN_VOICES = 2
 
@@ -556,11 +556,25 @@ class WatchedFile(_Strict):
     mtime: float | None = Field(
         default=None, description="Modification time when checked; null when it did not exist."
     )
+    size: int | None = Field(default=None, description="(2.6) size in bytes when checked.")
+    inode: int | None = Field(
+        default=None, description="(2.6) inode when checked (a file replaced has a new one)."
+    )
+    sha256: str | None = Field(
+        default=None,
+        description="(2.6) digest of the content, kept for a config file whose content decides "
+        "a wrapper's family.",
+    )
 
 
 class AuthVar(_Strict):
     name: str
     set: bool = Field(description="Whether it was set (non-blank) when checked; never its value.")
+    sha256: str | None = Field(
+        default=None,
+        description="(2.6) digest of the value, kept for a variable whose value decides a "
+        "wrapper's family (a model name, a config path).",
+    )
 
 
 class DetectedRuntime(_Strict):
@@ -602,6 +616,16 @@ class DetectedRuntime(_Strict):
         default=None,
         description="2.4: modification time of the file ``path`` resolves to when it was "
         "probed; an upgrade changes it and the cached report is probed again.",
+    )
+    probe_files: list[WatchedFile] = Field(
+        default_factory=list,
+        description="(2.6) the binary and every config file the family was read from, as they "
+        "were when probed; a change to any makes this entry probed again.",
+    )
+    probe_vars: list[AuthVar] = Field(
+        default_factory=list,
+        description="(2.6) variables the family was read from; one changed since makes this "
+        "entry probed again.",
     )
 
 
@@ -757,8 +781,20 @@ class MemberBallot(_Strict):
     runtime: str
     outcome: Literal["counted", "failed", "malformed"]
     detail: str = ""
-    text: str | None = Field(default=None, description="The ballot as received, bounded.")
+    text: str | None = Field(
+        default=None,
+        description="The member's raw reply as received, bounded; since 2.6 the ballot was "
+        "read from exactly this text, so verify reads it again.",
+    )
     latency_ms: int | None = None
+    truncated: bool = Field(
+        default=False, description="(2.6) The reply was longer than the bound and cut."
+    )
+    digest: str | None = Field(
+        default=None,
+        description="(2.6) sha256 of the voter, its runtime and the raw reply, taken when the "
+        "reply was received, so verify can tell the reply was not edited since.",
+    )
 
 
 class AbsentMember(_Strict):

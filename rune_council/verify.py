@@ -7,7 +7,10 @@ file was edited after the run, or the arbitration code changed since it was writ
 Everything derived is recomputed by the very functions the council ran (judge, the decision
 rule, the verdict metadata, each method's recount, the deterministic merge and arithmetic
 verdicts, the round decisions); model-written text is checked against the digest recorded
-when it was produced. What cannot be checked is listed in ``CANNOT_CHECK``.
+when it was produced. Every ballot is read again from the raw reply its member sent, whose
+digest was sealed when it arrived, and filed by the very functions that filed it, so each
+ballot, voter list, tally and winner is compared with one derived afresh, never taken from
+the derived records themselves. What cannot be checked is listed in ``CANNOT_CHECK``.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from .contract import (
     CouncilResult,
     Deliberation,
     DeliberationOptions,
+    MemberBallot,
     PerspectiveRequest,
+    RoundRecord,
     Validity,
     Voice,
 )
 from .deliberation import rank, redteam, rounds
 from .deliberation.consolidate import deterministic_merge
 from .deliberation.metadata import digest_of, settle_decision, verdict_metadata
+from .deliberation.method import Recount, Replay, Replays, Results
 from .errors import RunFileError
 from .stages.dispatch import DISPATCH
 from .stages.verdict import reach_verdict
@@ -58,11 +64,17 @@ REPORT_FIELDS = ("used", "degraded_to_subagent")
 CANNOT_CHECK = (
     "the raw answers themselves: they are taken as the voices' own words, so a raw answer "
     "edited together with everything derived from it verifies",
-    "which model really answered: runtimes, families and attempts are taken as recorded",
-    "model-written text (a chairman's verdict, risk register or merge) beyond its digest: "
-    "text and digest edited together go unnoticed, and a digest cannot say who wrote it",
-    "the answers of rounds before the last: only their recorded scores are re-checked",
+    "which model really answered: runtimes, families and attempts are taken as recorded, "
+    "and so is a ballot recorded as failed by its runtime",
+    "model-written text (a chairman's verdict, risk register or merge) and raw ballot replies "
+    "beyond their digests: text and digest edited together go unnoticed, and a digest "
+    "cannot say who wrote it",
+    "the answers of rounds before the last: their ballots are re-derived from the raw "
+    "replies, but what each answer said, and what an earlier vote was on, are taken as "
+    "recorded",
 )
+# The first contract whose writers seal every ballot reply (MemberBallot.digest).
+SEALED_BALLOTS = (2, 6)
 
 
 @dataclass(frozen=True)
@@ -186,6 +198,8 @@ def verify(recorded: CouncilResult) -> Verification:
         ]
 
     _check_deliberation(recorded, outcome)
+    check_ballot_seals(recorded, outcome)
+    replay_ballots(recorded, fresh, outcome)
     check_deliberation_texts(recorded, fresh, outcome)
     _check_summoned(recorded, outcome)
 
@@ -231,12 +245,173 @@ def _check_deliberation(recorded: CouncilResult, outcome: Verification) -> None:
     ]
     for where, part in places:
         for recount in method.recount(where, part):
-            outcome.checked.append(recount.name)
-            for name, was, now in recount.values:
-                if isinstance(was, dict):
-                    outcome.differences += diff(name, was, now)
-                elif was != now:
-                    outcome.differences.append(Difference(name, was, now))
+            _file_recount(recount, outcome)
+
+
+def _file_recount(recount: Recount, outcome: Verification) -> None:
+    outcome.checked.append(recount.name)
+    for name, was, now in recount.values:
+        if isinstance(was, dict):
+            outcome.differences += diff(name, was, now)
+        elif was != now:
+            outcome.differences.append(Difference(name, was, now))
+
+
+# --------------------------------------------------------------------------- ballots
+# A ballot is what a member replied; everything else about it (what it counted for, who
+# is listed as voting what, the transcript, the tally, the winner) is derived. The reply is
+# checked against the digest sealed when it arrived, then filed again by the method that
+# filed it, and the result compared whole with the record.
+
+
+def _ballot_places(d: Deliberation) -> list[tuple[str, Results]]:
+    return [("deliberation", d)] + [
+        (f"deliberation.rounds[{i}]", r) for i, r in enumerate(d.rounds)
+    ]
+
+
+def _ballots_at(where: str, part: Results) -> list[tuple[str, list[MemberBallot]]]:
+    found = []
+    if part.vote is not None:
+        found.append((f"{where}.vote.ballots", part.vote.ballots))
+    if part.rank is not None:
+        found.append((f"{where}.rank.ballots", part.rank.ballots))
+    return found
+
+
+def _sealed(recorded: CouncilResult) -> bool:
+    major, minor = (int(x) for x in recorded.schema_version.split("."))
+    return (major, minor) >= SEALED_BALLOTS
+
+
+def check_ballot_seals(recorded: CouncilResult, outcome: Verification) -> None:
+    """Each raw ballot reply against the digest sealed when it was received."""
+    d = recorded.deliberation
+    if d is None or _method_standing_fields(recorded):
+        return  # a method not installed here: its records are left unread, as they are above
+    sealed = _sealed(recorded)
+    seals_found = False
+    for where, part in _ballot_places(d):
+        for name, ballots in _ballots_at(where, part):
+            if not ballots:
+                continue
+            if not sealed:
+                seals_found = seals_found or any(b.digest is not None for b in ballots)
+                continue
+            outcome.checked.append(f"{name}[*].text (digest)")
+            for j, ballot in enumerate(ballots):
+                if ballot.digest is None:
+                    outcome.differences.append(
+                        Difference(
+                            f"{name}[{j}].digest",
+                            None,
+                            f"(a {recorded.schema_version} run file seals every ballot reply)",
+                        )
+                    )
+                elif digest_of(ballot) != ballot.digest:
+                    outcome.differences.append(
+                        Difference(
+                            f"{name}[{j}].text",
+                            "(tampered: the reply, its voter or runtime does not match the "
+                            "digest sealed when the reply was received)",
+                            ballot.digest,
+                        )
+                    )
+    if seals_found:
+        # Only a writer of the sealing contract or later puts digests on ballots: the
+        # version was lowered, as if to have the ballots taken unchecked.
+        outcome.differences.append(
+            Difference(
+                "schema_version",
+                recorded.schema_version,
+                "2.6 or later: its ballots carry the digests only those writers seal",
+            )
+        )
+
+
+def _earlier_seats(record: RoundRecord, last: list[Voice]) -> list[Voice]:
+    """An earlier round's seats as its ballots saw them, from what its record kept."""
+    sources = {v.id: v.source for v in last}
+    why = {
+        a.voice_id: a.reason
+        for part in (record.vote, record.rank)
+        if part is not None
+        for a in part.absent
+        if a.stage == "answer"
+    }
+    return [
+        Voice(
+            id=rv.voice_id,
+            source=sources.get(rv.voice_id, "subagent"),
+            runtime=rv.runtime,
+            status=rv.status,
+            stance=rv.stance,
+            drop_reason=why.get(rv.voice_id),
+        )
+        for rv in record.voices
+    ]
+
+
+def replay_ballots(recorded: CouncilResult, fresh: CouncilResult, outcome: Verification) -> None:
+    """Every round's ballots filed again from the raw replies, by the method that filed them."""
+    d = recorded.deliberation
+    if d is None or d.method is None:
+        return
+    from .deliberation.registry import METHODS
+
+    method = METHODS.get(d.method)
+    if method is None:
+        return  # said once, by check_deliberation_texts
+    places = [(w, p) for w, p in _ballot_places(d) if p.vote is not None or p.rank is not None]
+    if not places:
+        return
+    if not isinstance(method, Replays):
+        outcome.unchecked.append(
+            f"deliberation: method {d.method!r} does not say how to read its raw ballot "
+            "replies again; only its own recount of the recorded ballots is checked"
+        )
+        return
+    if not _sealed(recorded):
+        for where, part in places:
+            for name, _ in _ballots_at(where, part):
+                outcome.unchecked.append(
+                    f"{name}: recorded by contract {recorded.schema_version}, before ballot "
+                    "replies were sealed and read from the recorded text alone, so the "
+                    "ballots are not re-derived from the raw replies; only the count of the "
+                    "recorded ballots is checked"
+                )
+        return
+    options = recorded.request.deliberation or DeliberationOptions()
+    seed = options.shuffle_seed or recorded.request.id
+    for where, part in places:
+        # The deliberation's own sections are its last round's.
+        record = part if isinstance(part, RoundRecord) else (d.rounds[-1] if d.rounds else None)
+        final = record is None or record is d.rounds[-1]
+        voices = fresh.voices if record is None or final else _earlier_seats(record, fresh.voices)
+        replay = Replay(
+            where=where,
+            number=record.round if record is not None else 1,
+            run_id=recorded.request.id,
+            seed=seed,
+            options=options,
+            voices=voices,
+            answers_kept=final,
+            consolidation=d.consolidation if final else None,
+        )
+        for recount in method.replay(replay, part):
+            before = len(outcome.differences)
+            _file_recount(
+                Recount(f"{recount.name} (re-derived from the raw replies)", recount.values),
+                outcome,
+            )
+            # A ballot's digest is compared on its own, in words, by check_ballot_seals.
+            outcome.differences[before:] = [
+                x for x in outcome.differences[before:] if not _is_seal(x.field)
+            ]
+
+
+def _is_seal(name: str) -> bool:
+    return name.endswith(".digest") and ".ballots[" in name
 
 
 def _check_summoned(recorded: CouncilResult, outcome: Verification) -> None:

@@ -278,6 +278,12 @@ def _verification_line(result: CouncilResult) -> str | None:
         outcome = verify(result)
     except CouncilError as exc:
         return f"- **Verification**: could not re-derive this run ({exc})"
+    if outcome.reproduced and outcome.unchecked:
+        return (
+            "- **Verification**: reproduced from the recorded raw answers, except "
+            f"{len(outcome.unchecked)} part(s) that could not be checked (rune council verify "
+            "lists them)"
+        )
     if outcome.reproduced:
         return "- **Verification**: reproduced from the recorded raw answers"
     fields = ", ".join(d.field for d in outcome.differences[:3])
@@ -417,6 +423,11 @@ def verify_command(
             f"raw answers gives the recorded result ({result.decorrelation}, "
             f"{len(result.agreement.consensus_claims)} consensus, "
             f"{len(result.agreement.dissent)} dissent, {len(result.voices_dropped)} dropped)"
+            + (
+                f"; {len(outcome.unchecked)} part(s) of it could not be checked, listed below"
+                if outcome.unchecked
+                else ""
+            )
         )
     else:
         count = len(outcome.differences)

@@ -12,6 +12,7 @@ from ..contract import (
     Consolidation,
     CouncilResult,
     Deliberation,
+    MemberBallot,
     RiskRegister,
     Synthesis,
     VerdictMetadata,
@@ -47,12 +48,16 @@ def settle_decision(result: CouncilResult) -> None:
     result.decision = " ".join(parts) or None
 
 
-def digest_of(section: Synthesis | RiskRegister | Consolidation) -> str:
-    """sha256 of what a model wrote in a section (its text, summary and risks, or items)."""
+def digest_of(section: Synthesis | RiskRegister | Consolidation | MemberBallot) -> str:
+    """sha256 of what a model wrote in a section (its text, summary and risks, or items), or
+    of a member's raw ballot reply together with who sent it."""
     if isinstance(section, Synthesis):
         content: object = section.text
     elif isinstance(section, RiskRegister):
         content = [section.summary, [r.model_dump(mode="json") for r in section.risks]]
+    elif isinstance(section, MemberBallot):
+        # The voter is sealed with its reply: a reply moved to another member is an edit too.
+        content = [section.voice_id, section.runtime, section.text, section.truncated]
     else:
         content = [i.model_dump(mode="json") for i in section.items]
     raw = json.dumps(content, sort_keys=True, ensure_ascii=False).encode("utf-8")

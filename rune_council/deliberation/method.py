@@ -5,14 +5,16 @@ other's answers, attack a plan. The runner hands a method a :class:`Round` (the 
 it stands, the members to ask, the chairman) and files the :class:`Outcome` it returns in
 ``result.deliberation``; rounds, divergence and early stopping are the runner's, the same for
 every method. The verdict metadata and ``rune council verify`` ask the method that wrote a
-record how to read it (:meth:`Method.standing`) and how to recount it (:meth:`Method.recount`).
+record how to read it (:meth:`Method.standing`) and how to recount it (:meth:`Method.recount`);
+a method that can also file its recorded raw ballot replies again says how
+(:meth:`Replays.replay`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..contract import (
     ConsensusScore,
@@ -130,4 +132,34 @@ class Method(Protocol):
 
     def recount(self, where: str, results: Results) -> list[Recount]:
         """What ``verify`` recomputes from the recorded ballots by arithmetic alone."""
+        ...
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One recorded round, as ``verify`` hands it back to the method that deliberated.
+
+    ``voices`` are the round's seats in seat order, as its ballots were collected from:
+    the last round's are re-judged from their raw answers (``answers_kept``); an earlier
+    round's keep only their id, runtime, status and stance. ``consolidation`` is what the
+    round's vote was on, when the file still holds it (the last round's).
+    """
+
+    where: str
+    number: int
+    run_id: str
+    seed: str
+    options: DeliberationOptions
+    voices: list[Voice]
+    answers_kept: bool
+    consolidation: Consolidation | None = None
+
+
+@runtime_checkable
+class Replays(Protocol):
+    """A method whose recorded raw ballot replies ``verify`` can file again."""
+
+    def replay(self, replay: Replay, results: Results) -> list[Recount]:
+        """Each recorded result beside the one the round's raw replies give afresh, read by
+        the same functions that read them when they arrived."""
         ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...contract import RiskRegister, Synthesis
 from ...safetext import Fence
 from .. import redteam
-from ..method import Outcome, Recount, Results, Round, Standing
+from ..method import Outcome, Recount, Replay, Results, Round, Standing
 from .rank import METHOD as RANK
 from .rank import rank_answers
 
@@ -58,6 +58,9 @@ class RedTeam:
 
     def recount(self, where: str, results: Results) -> list[Recount]:
         return RANK.recount(where, results)
+
+    def replay(self, replay: Replay, results: Results) -> list[Recount]:
+        return RANK.replay(replay, results)
 
 
 METHOD = RedTeam()

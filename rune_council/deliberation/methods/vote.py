@@ -6,11 +6,13 @@ by the chairman from the items that passed, or from the count itself when it can
 
 from __future__ import annotations
 
-from ...contract import Consolidation, DroppedLine, Voice, VoteResult
+from collections.abc import Sequence
+
+from ...contract import ConsolidatedItem, Consolidation, DroppedLine, Voice, VoteResult
 from ...safetext import Fence
 from .. import consolidate, vote
-from ..ballots import DROPPED_CAP, Reading
-from ..method import Outcome, Recount, Results, Round, Standing
+from ..ballots import DROPPED_CAP, BallotBox, Reader, Reading, as_received, file_replies
+from ..method import Outcome, Recount, Replay, Results, Round, Standing
 
 
 class Vote:
@@ -24,24 +26,9 @@ class Vote:
             f"consolidated into {len(merged.items)} item(s) ({how})",
         )
         prompt = vote.ballot_prompt(round.request.question, merged.items, round.red_team)
-        numbers = [i.number for i in merged.items]
-
-        def read(v: Voice, text: str) -> Reading[dict[int, vote.Choice]]:
-            mine, lines = vote.read_ballot(v.id, text, numbers)
-            if not mine:
-                return Reading(None, "malformed ballot: no usable VOTE or ABSTAIN line", lines)
-            return Reading(mine, f"{len(mine)} vote(s)", lines)
-
-        prompts = {v.id: prompt for v in round.members} if merged.items else {}
-        box = await round.ballots(prompts, read, "vote")
-        result = vote.count_votes(
-            merged.items,
-            box.counted,
-            round.options.vote_threshold,
-            ballots=box.ballots,
-            absent=box.absent,
-            dropped=box.dropped,
-        )
+        prompts = {vid: prompt for vid in voters(round.members, merged.items)}
+        box = await round.ballots(prompts, reader(merged.items), "vote")
+        result = vote_of(merged.items, box, round.options.vote_threshold)
         round.publish(
             Outcome(vote=result),
             f"vote: {sum(1 for i in result.items if i.outcome == 'passed')} passed of "
@@ -62,6 +49,64 @@ class Vote:
         if results.vote is None:
             return []
         return [vote_recount(f"{where}.vote", results.vote)]
+
+    def replay(self, replay: Replay, results: Results) -> list[Recount]:
+        """Every ballot, the voter lists and the count, from the replies the file recorded."""
+        if results.vote is None:
+            return []
+        name = f"{replay.where}.vote"
+        fresh = replay_vote(replay, results.vote).model_dump(mode="json")
+        return [Recount(name, [(name, results.vote.model_dump(mode="json"), fresh)])]
+
+
+def voters(members: Sequence[Voice], items: Sequence[ConsolidatedItem]) -> list[str]:
+    """Every member votes, when there is anything to vote on."""
+    return [v.id for v in members] if items else []
+
+
+def reader(items: Sequence[ConsolidatedItem]) -> Reader[dict[int, vote.Choice]]:
+    numbers = [i.number for i in items]
+
+    def read(v: Voice, text: str) -> Reading[dict[int, vote.Choice]]:
+        mine, lines = vote.read_ballot(v.id, text, numbers)
+        if not mine:
+            return Reading(None, "malformed ballot: no usable VOTE or ABSTAIN line", lines)
+        return Reading(mine, f"{len(mine)} vote(s)", lines)
+
+    return read
+
+
+def vote_of(
+    items: Sequence[ConsolidatedItem], box: BallotBox[dict[int, vote.Choice]], threshold: float
+) -> VoteResult:
+    """The filed ballots counted under the absence-aware threshold."""
+    return vote.count_votes(
+        items,
+        box.counted,
+        threshold,
+        ballots=box.ballots,
+        absent=box.absent,
+        dropped=box.dropped,
+    )
+
+
+def replay_vote(replay: Replay, recorded: VoteResult) -> VoteResult:
+    """The round's vote filed again from the raw replies its file recorded.
+
+    The last round votes on the consolidation the file holds (itself re-derived or sealed);
+    an earlier round's consolidation is not kept, so its items are taken from its own count.
+    """
+    if replay.consolidation is not None:
+        items = list(replay.consolidation.items)
+    else:
+        items = [
+            ConsolidatedItem(number=i.number, text=i.text, sources=[], voice_ids=[])
+            for i in recorded.items
+        ]
+    members = [v for v in replay.voices if v.status == "complete"]
+    replies = {b.voice_id: as_received(b) for b in recorded.ballots}
+    box = file_replies(replay.voices, voters(members, items), replies, reader(items))
+    return vote_of(items, box, replay.options.vote_threshold)
 
 
 def vote_recount(name: str, recorded: VoteResult) -> Recount:
