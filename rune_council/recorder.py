@@ -1,4 +1,11 @@
-"""The run-file edge: each state of a run becomes one atomic rewrite of ``run-<id>.json``."""
+"""The run-file edge: each state of a run becomes one atomic rewrite of ``run-<id>.json``.
+
+It is also the last net under every redaction upstream. Each state is scrubbed of the
+secrets in play (``runtimes.base.secrets_in_play``) in place before it is written, so the
+result a door prints or returns (``--json``, the markdown, an MCP result, the HTTP API),
+which is this same object, holds what the file holds. A door that shows a result it did
+not receive from a council (a run file read back) passes it through ``scrubbed`` too.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,8 @@ from pathlib import Path
 
 from .contract import CouncilResult
 from .files import atomic_write_bytes
+from .redaction import redact_model, redactor_for
+from .runtimes.base import secrets_in_play
 from .safetext import mask_url_credentials
 
 # A run in one of these states is not rewritten again by its council, so that version must
@@ -14,6 +23,13 @@ from .safetext import mask_url_credentials
 # Every other one is superseded within seconds and skips the fsync, which costs more than
 # all the rest of a rewrite.
 FINAL_STATUSES = frozenset({"complete", "cancelled", "failed"})
+
+
+def scrubbed(result: CouncilResult) -> CouncilResult:
+    """``result`` with no secret in play in any of its strings, in any form, changed in
+    place (every holder of it sees the same) and returned."""
+    redact_model(result, redactor_for(secrets_in_play()))
+    return result
 
 
 class RunRecorder:
@@ -25,8 +41,9 @@ class RunRecorder:
         self._lock = threading.Lock()
 
     def write(self, result: CouncilResult) -> None:
-        # A last net under every redaction upstream: no URL credential reaches the file.
-        text = mask_url_credentials(result.model_dump_json(indent=2))
+        # A last net under every redaction upstream: no secret in play and no URL
+        # credential reaches the file, nor the door that prints this object.
+        text = mask_url_credentials(scrubbed(result).model_dump_json(indent=2))
         payload = text.encode("utf-8") + b"\n"
         with self._lock:
             durable = result.status in FINAL_STATUSES or not self.path.exists()

@@ -1,6 +1,10 @@
 """What every runtime of the I/O edge shares: the environment a child process may see,
 and the scrubbing of secrets out of whatever is kept.
 
+Every value a runtime scrubs is a secret in play for the whole process: ``redact`` records
+it, and the run-file recorder checks every string of a result against all of them once
+more before anything is written or printed (``secrets_in_play``).
+
 The runtime protocol itself (``Runtime``, ``RuntimeReply``, ``Answerer``) is part of the
 core, in ``rune_council.runtime``; it is re-exported here for older imports.
 """
@@ -9,9 +13,11 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..redaction import MIN_SECRET_LEN, redactor_for
 from ..runtime import Answerer, ReplyCheck, Runtime, RuntimeReply, is_runtime
 from ..safetext import URL_USERINFO, mask_url_credentials
 
@@ -24,7 +30,9 @@ __all__ = [
     "current_env",
     "is_runtime",
     "redact",
+    "remember_secrets",
     "secret_values",
+    "secrets_in_play",
 ]
 
 # What any child process may inherit: locale, proxies, certificates and the user's own
@@ -62,7 +70,12 @@ BASE_ENV_PREFIXES = ("LC_",)
 FIXED_ENV = {"NO_COLOR": "1", "TERM": "dumb"}
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
-_MIN_SECRET_LEN = 6
+_MIN_SECRET_LEN = MIN_SECRET_LEN
+
+# Process-wide: a serve or batch process runs many councils, and a key one of them handed
+# out is as secret in the next. Only grows; it holds a handful of values.
+_IN_PLAY: set[str] = set()
+_IN_PLAY_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,12 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     """Values that must never be written anywhere: anything named like a credential, and
     the user information of any URL a variable holds (``HTTPS_PROXY=http://u:PASS@host``)."""
     values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LEN}
+    values |= _url_passwords(env)
+    return sorted(values, key=len, reverse=True)
+
+
+def _url_passwords(env: Mapping[str, str]) -> set[str]:
+    values: set[str] = set()
     for value in env.values():
         for match in URL_USERINFO.finditer(value):
             # The password, as written and decoded; a user name is not secret, and a short
@@ -98,15 +117,37 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
             for form in (password, _unquoted(password)):
                 if len(form) >= _MIN_SECRET_LEN:
                     values.add(form)
-    return sorted(values, key=len, reverse=True)
+    return values
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    for value in secrets:
-        if value and value in text:
-            text = text.replace(value, "[redacted]")
+    """``text`` without any of ``secrets`` in any form (escaped, encoded, cut in pieces:
+    see ``rune_council.redaction``), nor credentials inside URLs. ``secrets`` join the
+    secrets in play, so the last net at the output knows them too."""
+    values = remember_secrets(secrets)
+    if values:
+        text = redactor_for(values).text(text)
     # Credentials inside any URL, whoever printed it and whatever variable it came from.
     return mask_url_credentials(text)
+
+
+def remember_secrets(secrets: Iterable[str]) -> tuple[str, ...]:
+    """Record ``secrets`` as in play for this process; returns those long enough to be."""
+    values = tuple(v for v in secrets if v and len(v) >= _MIN_SECRET_LEN)
+    if values and not _IN_PLAY.issuperset(values):
+        with _IN_PLAY_LOCK:
+            _IN_PLAY.update(values)
+    return values
+
+
+def secrets_in_play() -> tuple[str, ...]:
+    """Every secret this process has handed to a voice or an endpoint (each was scrubbed
+    with ``redact``), and the proxy passwords of its own environment, which the HTTP
+    client reads from there."""
+    with _IN_PLAY_LOCK:
+        values = set(_IN_PLAY)
+    values |= _url_passwords(os.environ)
+    return tuple(sorted(values))
 
 
 def _unquoted(userinfo: str) -> str:
