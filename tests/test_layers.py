@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "schema",  # JSON Schemas generated from the contract
             "safejson",  # JSON/TOML parsing with size and depth caps
             "safetext",  # untrusted text made safe to print
+            "redaction",  # secrets found in any form a text can carry them
             "userregex",  # a user's pattern compiled with bounds
             "runtime",  # the Runtime protocol every voice implements
             "families",  # which model family a model name belongs to
