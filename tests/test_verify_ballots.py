@@ -37,12 +37,17 @@ ROOT = Path(__file__).resolve().parents[1]
 VOICE = r"""
 import re, sys
 answer_file, likes = sys.argv[1], sys.argv[2].lower()
+ballot = sys.argv[3] if len(sys.argv) > 3 else "honest"
 prompt = sys.stdin.read()
 if "Items:" in prompt and "VOTE -> " in prompt:
+    if ballot == "fails":
+        sys.exit(3)
     items = re.findall(r"^(\d+)\. (.*)$", prompt.split("Items:")[1].split("\n\n")[0], re.M)
-    print("\n".join(
-        f"VOTE -> {n} {'yes' if likes in text.lower() else 'no'}" for n, text in items
-    ))
+    votes = [f"VOTE -> {n} {'yes' if likes in text.lower() else 'no'}" for n, text in items]
+    if ballot == "floods":
+        # The first vote, a flood past the bound, then the rest: only the first is read.
+        votes = [votes[0], "x" * 25_000, *votes[1:]]
+    print("\n".join(votes))
 elif "\nRANK " in prompt and "Answer " in prompt:
     shown = dict(re.findall(
         r"^Answer ([A-Z]):\n(.*?)(?=\n\nAnswer [A-Z]:|\n\nRank the )", prompt, re.M | re.S
@@ -61,16 +66,18 @@ MEMBERS = (
 )
 
 
-def _members(tmp_path: Path) -> list[CommandRuntime]:
+def _members(tmp_path: Path, ballots: tuple[str, ...] = ()) -> list[CommandRuntime]:
+    """``ballots``: how each member replies to a ballot (honest, floods, fails)."""
     script = tmp_path / "voice.py"
     script.write_text(VOICE, encoding="utf-8")
     out = []
-    for name, family, stance, claims, likes in MEMBERS:
+    for k, (name, family, stance, claims, likes) in enumerate(MEMBERS):
         answer_file = tmp_path / f"{name}.answer"
         answer_file.write_text(answer(QUESTION, stance, claims), encoding="utf-8")
+        how = ballots[k] if k < len(ballots) else "honest"
         out.append(
             CommandRuntime(
-                argv=[sys.executable, "-S", str(script), str(answer_file), likes],
+                argv=[sys.executable, "-S", str(script), str(answer_file), likes, how],
                 name=name,
                 model_family=family,
                 family_confidence="confirmed",
@@ -79,7 +86,7 @@ def _members(tmp_path: Path) -> list[CommandRuntime]:
     return out
 
 
-def _run(tmp_path: Path, run_id: str, **deliberation: Any) -> Path:
+def _run(tmp_path: Path, run_id: str, ballots: tuple[str, ...] = (), **deliberation: Any) -> Path:
     rune = tmp_path / "rune"
     convene(
         {
@@ -89,7 +96,7 @@ def _run(tmp_path: Path, run_id: str, **deliberation: Any) -> Path:
             "artifact": {"name": "plan.md", "text": PLAN},
             "deliberation": deliberation,
         },
-        CouncilOptions(runtimes=_members(tmp_path), rune_dir=rune),
+        CouncilOptions(runtimes=_members(tmp_path, ballots), rune_dir=rune),
     )
     return rune / "council" / f"run-{run_id}.json"
 
@@ -99,13 +106,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One council per method, run once for the module: vote, rank, rank over two rounds,
     vote over two rounds, red team."""
     made = {}
-    for name, deliberation in {
+    setups: dict[str, dict[str, Any]] = {
         "vote": {"method": "vote"},
         "rank": {"method": "rank"},
         "rounds": {"method": "rank", "rounds": {"max_rounds": 2, "convergence_threshold": 1}},
         "vote-rounds": {"method": "vote", "rounds": {"max_rounds": 2, "convergence_threshold": 1}},
         "red": {"method": "rank", "council_type": "red_team"},
-    }.items():
+    }
+    for name, deliberation in setups.items():
         made[name] = _run(tmp_path_factory.mktemp(name), name, **deliberation)
     return made
 
@@ -398,6 +406,27 @@ def test_a_ballot_whose_digest_was_removed_is_named(runs: dict[str, Path]) -> No
         doc["deliberation"]["vote"]["ballots"][0]["digest"] = None
 
     _differs(_edited(runs["vote"], edit), "deliberation.vote.ballots[0].digest")
+
+
+def test_a_flooded_and_a_failed_ballot_verify_as_read_and_stay_absent(tmp_path: Path) -> None:
+    """A reply past the bound is read only as far as it is recorded, so verify reads the
+    same ballot; a ballot whose runtime failed stays absent, and cannot be made to count."""
+    path = _run(tmp_path, "uneven", ballots=("honest", "floods", "fails"), method="vote")
+    vote = json.loads(path.read_text(encoding="utf-8"))["deliberation"]["vote"]
+    flooded, failed = vote["ballots"][1], vote["ballots"][2]
+    assert flooded["truncated"] and len(flooded["text"]) == 20_000
+    assert flooded["outcome"] == "counted" and flooded["detail"] == "1 vote(s)"
+    assert failed["outcome"] == "failed" and failed["detail"].startswith("exit_nonzero")
+    assert vote["counted"] == ["v1", "v2"] and vote["denominator"] == 2
+    result = _verify(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    def count_it(doc: dict[str, Any]) -> None:
+        vote = doc["deliberation"]["vote"]
+        vote["ballots"][2]["outcome"] = "counted"
+        vote["absent"] = [a for a in vote["absent"] if a["voice_id"] != "v3"]
+
+    _differs(_edited(path, count_it), "deliberation.vote.ballots[2].outcome")
 
 
 # --------------------------------------------------------------------------- older run files
