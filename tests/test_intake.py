@@ -179,6 +179,36 @@ def test_the_intake_builds_the_council_the_cli_builds_for_the_same_ask(tmp_path:
     assert cli_run["request"]["n"] == 4 and cli_run["request"]["mode"] == "critique"
 
 
+def test_a_chain_asked_through_the_intake_runs_the_steps_the_cli_runs(tmp_path: Path) -> None:
+    work = project(tmp_path)
+    by_cli = rune(
+        work,
+        QUESTION,
+        "--chain",
+        "red-team-first",
+        "--n",
+        "2",
+        "--id",
+        "chain-cli",
+        "--yes",
+        "--refresh",
+        "--json",
+    )
+    assert by_cli.returncode in (0, 1), by_cli.stderr
+    keys = {"question": QUESTION, "chain": "red-team-first", "n": 2, "yes": True, "refresh": True}
+    by_intake = run(work, "-c", INTAKE_DOOR, json.dumps({**keys, "id": "chain-intake"}))
+    assert by_intake.returncode == 0, by_intake.stderr
+    for step in ("{}.red-team", "{}"):
+        cli_doc, intake_doc = (
+            json.loads(json.dumps(recorded(work, step.format(run_id))).replace(run_id, "ID"))
+            for run_id in ("chain-cli", "chain-intake")
+        )
+        # Each step's request (its template, its place in the chain, what the red team
+        # found) and its council are the same, the ids aside.
+        assert council_as_seen(intake_doc) == council_as_seen(cli_doc), step
+    assert recorded(work, "chain-intake")["request"]["chain"]["step"] == 2
+
+
 def test_n_above_the_cap_is_noted_in_the_words_the_cli_uses(tmp_path: Path) -> None:
     work = project(tmp_path)
     out = rune(
