@@ -27,8 +27,8 @@ the project's value winning where both files speak::
 
 A project file comes with a repository, and a repository is not the user. Until the user
 trusts its exact content (``rune council trust``, see ``rune_council.trust_store``), every
-section of it that runs a program, sends a key, passes the user's variables on or grants
-consent is left out whole, and one note says which.
+section of it that runs a program, seats a voice (any endpoint), sends a key, passes the
+user's variables on or grants consent is left out whole, and one note says which.
 """
 
 from __future__ import annotations
@@ -172,14 +172,6 @@ class EndpointTable(_Section):
     max_attempts: int = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1, le=10)
     stream: bool = True
     max_tokens: int | None = Field(default=None, ge=1)
-
-    @property
-    def may_carry_key(self) -> bool:
-        """True when a request to it could carry a key: one is named, or the table leans on
-        a preset (by ``preset`` or by having no base_url), and presets bring their own key
-        sources, which would then go to whatever base_url the table gives."""
-        named = self.key_env or self.keyring_service or self.keyring_user
-        return bool(named or self.preset is not None or self.base_url is None)
 
 
 SetupName = Annotated[str, StringConstraints(pattern=SETUP_NAME_PATTERN)]
@@ -422,10 +414,14 @@ def parse_config_file(path: Path, data: bytes) -> CouncilFile:
 
 
 def privileged_parts(settings: CouncilFile) -> list[str]:
-    """The sections that run a program, send a key, pass the user's variables on, or grant
-    consent: what a project file may set only once the user trusts it."""
+    """The sections that run a program, seat a voice, send a key, pass the user's variables
+    on, or grant consent: what a project file may set only once the user trusts it.
+
+    Every endpoint is one, a keyless one too: the model behind it is sent the question and
+    the artifact and its answer counts in the verdict, so a repository that could name one
+    could read what is asked and outvote the user's own voices."""
     parts = [f"[runtimes.{name}]" for name in settings.runtimes]
-    parts += [f"[endpoints.{n}]" for n, t in settings.endpoints.items() if t.may_carry_key]
+    parts += [f"[endpoints.{name}]" for name in settings.endpoints]
     if settings.subagent.command is not None or settings.subagent.endpoint is not None:
         parts.append("[subagent]")
     if settings.consent.allow_external:
@@ -440,7 +436,7 @@ def _without_privileged(settings: CouncilFile) -> CouncilFile:
     return settings.model_copy(
         update={
             "runtimes": {},
-            "endpoints": {n: t for n, t in settings.endpoints.items() if not t.may_carry_key},
+            "endpoints": {},
             "subagent": sub if sub.command is None and sub.endpoint is None else SubagentSection(),
             "consent": ConsentSection() if settings.consent.allow_external else settings.consent,
             "env": EnvSection(),
@@ -452,7 +448,8 @@ def untrusted_note(source: ConfigSource) -> str:
     why = " (it changed since it was trusted)" if source.trust_state == "changed" else ""
     return (
         f"{source.path} is not trusted{why}: left out {', '.join(source.skipped)} "
-        "(a repository's config may not run programs, send keys or grant consent); "
+        "(a repository's config may not run programs, seat endpoints as voices, send keys "
+        "or grant consent); "
         f"review the file, then run: rune council trust {source.path}"
     )
 

@@ -116,17 +116,18 @@ def test_an_untrusted_project_keeps_its_harmless_settings(tmp_path: Path) -> Non
     project(
         tmp_path,
         '[subagent]\nfamily = "anthropic"\n'
-        '[endpoints.local]\nbase_url = "http://127.0.0.1:8000/v1"\n'  # no key: harmless
+        '[endpoints.local]\nbase_url = "http://127.0.0.1:8000/v1"\n'  # no key, still a seat
         '[endpoints.nim]\nprefer = ["meta/*"]\n'  # a preset brings the NVIDIA key
         '[endpoints.fake]\npreset = "nim"\nbase_url = "http://127.0.0.1:9/v1"\n'
         "[consent]\nallow_external = false\n",  # refusing is not granting
     )
     config = load_config(tmp_path / ".rune", env)
     assert config.subagent.family == "anthropic"
-    assert set(config.endpoints) == {"local"}
+    assert set(config.endpoints) == set()
     assert config.consent.allow_external is False
     [note] = config.notes
-    assert "[endpoints.nim], [endpoints.fake]" in note and "[consent]" not in note
+    assert "[endpoints.local], [endpoints.nim], [endpoints.fake]" in note
+    assert "[consent]" not in note
 
 
 def test_an_untrusted_file_is_still_checked_in_full(tmp_path: Path) -> None:

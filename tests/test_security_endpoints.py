@@ -327,3 +327,45 @@ def test_a_bomb_in_the_model_list_leaves_the_endpoint_unseated_within_bounds(
     bounded(ran)
     assert ran.returncode == 0, ran.stderr
     assert "model discovery failed (GET /models: response exceeded 8000000 bytes" in ran.stdout
+
+
+# --------------------------------------------------------------------------- trust
+
+
+def test_an_untrusted_repository_cannot_seat_a_keyless_endpoint_until_trusted(
+    tmp_path: Path,
+) -> None:
+    """A seat is sent the question and the artifact and votes: a cloned repository's
+    council.toml naming a keyless endpoint gets no request to it until the user trusts it."""
+    from tests.http_server import OpenAIServer, answering
+
+    with OpenAIServer(models=[MODEL], behaviours={MODEL: answering(GOOD)}) as server:
+        toml = tmp_path / ".rune" / "council.toml"
+        toml.parent.mkdir()
+        toml.write_text(f'[endpoints.mirror]\nbase_url = "{server.base_url}"\n')
+        how = f"rune council trust {toml}"
+
+        run = rune(tmp_path, "council", "--n", "2", "--id", "u1", "--json", Q)
+        doc = json.loads(run.stdout)
+        assert server.requests() == []  # not the model list, not the question
+        assert not endpoint_voices(doc)
+        [note] = [n for n in doc["notes"] if "is not trusted" in n]
+        assert "[endpoints.mirror]" in note and "seat endpoints as voices" in note
+        assert how in note
+
+        listing = rune(tmp_path, "council", "endpoints")
+        assert listing.returncode == 0, listing.stderr
+        assert "[endpoints.mirror]" in listing.stderr and how in listing.stderr
+        assert listing.stdout.startswith("no endpoints in force: mirror is defined only by")
+        named = rune(tmp_path, "council", "endpoints", "--endpoint", "mirror")
+        assert named.returncode == 2
+        assert "seats no voice and is sent nothing" in named.stderr and how in named.stderr
+        doctor = rune(tmp_path, "council", "doctor")
+        assert "not trusted: left out [endpoints.mirror]" in doctor.stdout
+        assert server.requests() == []
+
+        assert rune(tmp_path, "council", "trust").returncode == 0
+        trusted = rune(tmp_path, "council", "--n", "2", "--id", "t1", "--json", Q)
+        seated = endpoint_voices(json.loads(trusted.stdout))
+        assert seated and all(v["status"] == "complete" for v in seated), trusted.stderr
+        assert server.chat_models() != []

@@ -188,12 +188,12 @@ def test_a_key_flag_is_not_sent_to_a_host_only_an_untrusted_file_names(
     env = world(tmp_path)
     (tmp_path / ".rune").mkdir()
     (tmp_path / ".rune" / "council.toml").write_text(
-        f'[endpoints.mirror]\nbase_url = "{server.base_url}"\n'  # no key: it may stay
+        f'[endpoints.mirror]\nbase_url = "{server.base_url}"\n'  # no key, yet left out
     )
     out = rune(tmp_path, env, "endpoints", "--endpoint", "mirror", "--key-env", "PLANTED_SECRET")
     assert out.returncode == 2
     [line] = out.stderr.strip().splitlines()
-    assert "is named only by" in line and "not trusted" in line
+    assert "is defined only by" in line and "not trusted" in line
     assert server.requests() == []
     # Given by URL, the host is the user's own choice.
     url = rune(

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         setup_from_options,
         spec_from_argument,
         subagent_from_config,
+        untrusted_endpoints,
     )
     from .ranking import rank_models
 
@@ -43,6 +44,7 @@ _HOME = {
     "configured_endpoints": "config",
     "endpoints_from_config": "config",
     "subagent_from_config": "config",
+    "untrusted_endpoints": "config",
     "load_setup": "config",
     "model_ref_from_section": "config",
     "setup_from_options": "config",
@@ -77,4 +79,5 @@ __all__ = [
     "spec_from_argument",
     "subagent_from_config",
     "survey",
+    "untrusted_endpoints",
 ]

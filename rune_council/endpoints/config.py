@@ -16,17 +16,17 @@ model = "meta/llama-3.3-70b-instruct"   # default: the endpoint's top-ranked mod
 
 Endpoints may live in the user's ``council.toml`` (``~/.config/rune-council/``, shared by every
 project) and in the project's; a project table replaces a user table of the same name. A
-project file the user has not trusted (``rune council trust``) may not name a key: its
-tables that would carry one (``key_env``, ``keyring_*``, or a preset) are left out, so keys
-only go to hosts the user's own config or flags name. A name given on the command line
-(``--endpoint``) may also be a preset or a bare base URL.
+project file the user has not trusted (``rune council trust``) adds no endpoint at all, a
+keyless one included: a seat is sent the question and the artifact and votes in the
+verdict, so only the user's own config and flags choose who sits. A name given on the
+command line (``--endpoint``) may also be a preset or a bare base URL.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -57,9 +57,6 @@ class EndpointSpec:
     max_tokens: int | None = None
     # Named for this run on the command line: a problem with it is an error, not a note.
     required: bool = False
-    # Set when the table came from a project file the user has not trusted: such a table
-    # carries no key, and no flag may add one (the repository chose the host).
-    untrusted_source: str | None = field(default=None, compare=False)
 
     @property
     def has_key_source(self) -> bool:
@@ -117,9 +114,7 @@ def _check_env_name(value: str | None, where: str) -> None:
         raise RuntimeConfigError(f"{where}: {value!r} is not an environment variable name")
 
 
-def spec_from_table(
-    name: str, table: EndpointTable, where: str, *, untrusted_source: str | None = None
-) -> EndpointSpec:
+def spec_from_table(name: str, table: EndpointTable, where: str) -> EndpointSpec:
     if not _NAME.match(name):
         raise RuntimeConfigError(
             f"{where}: endpoint name {name!r} must be 1-64 letters, digits, '_' or '-'"
@@ -157,7 +152,6 @@ def spec_from_table(
         max_attempts=table.max_attempts,
         stream=table.stream,
         max_tokens=table.max_tokens,
-        untrusted_source=untrusted_source,
     )
 
 
@@ -169,12 +163,29 @@ def endpoints_from_config(config: CouncilConfig) -> dict[str, EndpointSpec]:
     for source in config.sources:
         for name, table in source.settings.endpoints.items():
             built[(source.path, name)] = spec_from_table(
-                name,
-                table,
-                f"{source.path}: endpoints.{name}",
-                untrusted_source=None if source.trusted else source.path,
+                name, table, f"{source.path}: endpoints.{name}"
             )
     return {name: built[(config.origin[f"endpoints.{name}"], name)] for name in config.endpoints}
+
+
+def untrusted_endpoints(config: CouncilConfig) -> dict[str, str]:
+    """Endpoint names only an untrusted project file defines, each with that file."""
+    left_out: dict[str, str] = {}
+    for source in config.sources:
+        if not source.trusted:
+            for name in source.settings.endpoints:
+                if name not in config.endpoints:
+                    left_out.setdefault(name, source.path)
+    return left_out
+
+
+def left_out_by_trust(name: str, path: str) -> str:
+    """Why an endpoint an untrusted file defines is not used, and the two ways on."""
+    return (
+        f"endpoint {name} is defined only by {path}, which is not trusted, so it seats no "
+        f"voice and is sent nothing; pass its URL with --endpoint, or review the file and "
+        f"run: rune council trust {path}"
+    )
 
 
 def configured_endpoints(
@@ -202,13 +213,18 @@ def spec_from_argument(
     *,
     key_env: str | None,
     configured: Mapping[str, EndpointSpec],
+    untrusted: Mapping[str, str] | None = None,
 ) -> EndpointSpec:
-    """``--endpoint`` names a configured endpoint, a preset, or is a base URL."""
+    """``--endpoint`` names a configured endpoint, a preset, or is a base URL. ``untrusted``
+    (``untrusted_endpoints``) names the endpoints an untrusted file defines: naming one is
+    an error that says so, never a way to seat it (the repository chose the host)."""
     _check_env_name(key_env, "--key-env")
     if value in configured:
         spec = configured[value]
     elif value in PRESETS:
-        spec = PRESETS[value]
+        spec = PRESETS[value]  # the user's own choice; an untrusted table of that name is not
+    elif untrusted and value in untrusted:
+        raise RuntimeConfigError(left_out_by_trust(value, untrusted[value]))
     elif "://" in value:
         base_url = normalise_base_url(value, "--endpoint")
         preset = next((p for p in PRESETS.values() if p.base_url == base_url), None)
@@ -219,12 +235,6 @@ def spec_from_argument(
             f"--endpoint {value!r} is neither an http(s) base URL nor a known endpoint ({known})"
         )
     if key_env is not None:
-        if spec.untrusted_source is not None:
-            raise RuntimeConfigError(
-                f"--key-env: endpoint {spec.name} ({spec.base_url}) is named only by "
-                f"{spec.untrusted_source}, which is not trusted, so no key goes to it; pass "
-                f"its URL with --endpoint, or run: rune council trust {spec.untrusted_source}"
-            )
         spec = replace(spec, key_env=key_env, keyring_service=None)
     return replace(spec, required=True)
 
@@ -237,7 +247,9 @@ def subagent_from_config(
     endpoint, model = config.subagent.endpoint, config.subagent.model
     if endpoint is None:
         return None
-    spec = spec_from_argument(endpoint, key_env=None, configured=configured)
+    spec = spec_from_argument(
+        endpoint, key_env=None, configured=configured, untrusted=untrusted_endpoints(config)
+    )
     # Configured in a file, not named for this run: its problems become notes.
     return ModelRef(replace(spec, required=False), model)
 
@@ -290,12 +302,18 @@ def setup_from_options(
     """
     config = load_config(rune_dir, env) if config is None else config
     specs = endpoints_from_config(config)
+    untrusted = untrusted_endpoints(config)
     if endpoints:
-        chosen = tuple(spec_from_argument(e, key_env=key_env, configured=specs) for e in endpoints)
+        chosen = tuple(
+            spec_from_argument(e, key_env=key_env, configured=specs, untrusted=untrusted)
+            for e in endpoints
+        )
     else:
         chosen = tuple(specs.values())
     if subagent_endpoint is not None:
-        spec = spec_from_argument(subagent_endpoint, key_env=key_env, configured=specs)
+        spec = spec_from_argument(
+            subagent_endpoint, key_env=key_env, configured=specs, untrusted=untrusted
+        )
         subagent: ModelRef | None = ModelRef(spec, subagent_model)
     else:
         subagent = subagent_from_config(config, specs)
