@@ -41,16 +41,23 @@ async def detect_configured(
     env: Mapping[str, str],
     refresh: bool = False,
     config: CouncilConfig | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[RuntimesFile, bool]:
     """DETECT over the built-in and the user-defined runtimes; the report and whether it
-    came from today's cache. ``config`` is read from the files when not given."""
+    came from today's cache. ``config`` is read from the files when not given; ``notes``
+    gains why a cache or a cached entry was not used as it was."""
     config = load_config(rune_dir, env) if config is None else config
     adapters = all_adapters(config)
     digest = specs_digest(config) if len(adapters) > len(ADAPTERS) else None
     if digest is not None and (plugins := plugins_digest()) is not None:
         digest = f"{digest}+{plugins}"
     return await detect(
-        rune_dir, refresh=refresh, env=env, adapters=list(adapters.values()), config_digest=digest
+        rune_dir,
+        refresh=refresh,
+        env=env,
+        adapters=list(adapters.values()),
+        config_digest=digest,
+        notes=notes,
     )
 
 
@@ -80,7 +87,10 @@ async def assemble_clis(
 ) -> CliAssembly:
     config = load_config(rune_dir, env) if config is None else config
     adapters = all_adapters(config)
-    report, from_cache = await detect_configured(rune_dir, env=env, refresh=refresh, config=config)
+    cache_notes: list[str] = []
+    report, from_cache = await detect_configured(
+        rune_dir, env=env, refresh=refresh, config=config, notes=cache_notes
+    )
     allow = allowed_env(config)
     login = tuple(report.login_path)
     runtimes: list[Runtime] = []
@@ -126,6 +136,7 @@ async def assemble_clis(
     notes: list[str] = []
     if from_cache:
         notes.append("runtime detection reused from today's cache")
+    notes += cache_notes
     notes += unseated
     if runtimes and not consent.allowed:
         names = ", ".join(r.name for r in runtimes)

@@ -3,8 +3,15 @@
 Probes run in parallel (resolved absolute path, executable bit, the version — read from the
 package that installed the CLI when that is unambiguous, else ``--version`` under a short
 timeout), and the report is cached in ``.rune/runtimes.json`` for the rest of the local day,
-or until a CLI's file changes, so repeated councils do not pay for the probes again.
-Finding nothing is a valid outcome.
+so repeated councils do not pay for the probes again. Finding nothing is a valid outcome.
+
+The cache sits in the project, where a repository can ship one, so it is read as untrusted:
+it is used only when this user's own detection wrote exactly that content here (anything
+else is rebuilt, with a note saying why), and every entry is checked on each read against
+what it was read from — the program PATH finds now (path, size, times, inode) and, for a
+wrapper, every config file and variable its family came from. Only the entries that no
+longer hold are probed again: a CLI gone from PATH is not seated, a wrapper pointed at
+another model is not counted in its old family.
 
 A CLI missing from PATH is looked for on the user's login-shell PATH too (asked once, and
 cached with the report). A wrapper CLI is promoted from ``unknown`` to a family only when
@@ -32,7 +39,15 @@ from ..errors import RunFileError
 from ..files import atomic_write_json
 from ..paths import RuneDir
 from ..runtimes.adapters import ADAPTERS, CliAdapter, adapter_env
-from ..runtimes.auth import AuthContext, unchanged, watched_files, watched_vars
+from ..runtimes.auth import (
+    AuthContext,
+    Looked,
+    first_change,
+    unchanged,
+    watched_file,
+    watched_files,
+    watched_vars,
+)
 from ..runtimes.base import redact, secret_values
 from ..runtimes.bridge import BRIDGE_NAME, RUNTIME_PREFIX, find_bridge, list_agents
 from ..runtimes.cli import merged_path
@@ -64,18 +79,34 @@ def _search_path(env: Mapping[str, str], login: Sequence[str]) -> str:
 
 
 def family_of(adapter: CliAdapter, env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
-    """The family fields of a report entry, and a note saying where they came from."""
+    """The family fields of a report entry, and a note saying where they came from. For a
+    wrapper they include every file (with its content digest) and variable (with its value
+    digest) its reader looked at, so a cached entry is read again once one of them changes."""
     base: dict[str, Any] = {
         "model_family": adapter.model_family,
         "family_confidence": adapter.family_confidence,
     }
-    if not adapter.wrapper:
-        return base, ""
-    reading = adapter.backend(env) if adapter.backend is not None else None
+    if not adapter.wrapper or adapter.backend is None:
+        return base, "" if not adapter.wrapper else _NO_BACKEND
+    looked = Looked(env)
+    reading = adapter.backend(looked)
+    watched: dict[str, Any] = {
+        "probe_files": watched_files(looked.files, content=True),
+        "probe_vars": watched_vars(looked.variables, env, values=True),
+    }
     if reading is None:
-        return base, "wrapper: its config names no backend model of a known family"
-    promoted = {"model_family": reading.family, "family_confidence": "confirmed"}
+        return {**base, **watched}, _NO_BACKEND
+    promoted = {"model_family": reading.family, "family_confidence": "confirmed", **watched}
     return promoted, f"backend model {reading.model!r} named in {reading.evidence}"
+
+
+_NO_BACKEND = "wrapper: its config names no backend model of a known family"
+
+
+def _with_binary(fields: dict[str, Any], path: str) -> dict[str, Any]:
+    """``fields`` with the program at ``path`` watched first: replaced or upgraded since, the
+    entry is probed again."""
+    return {**fields, "probe_files": [watched_file(path), *fields.get("probe_files", [])]}
 
 
 async def check_auth(
@@ -112,6 +143,7 @@ async def probe(
         where = "PATH or the login-shell PATH" if login else "PATH"
         return DetectedRuntime(status="unavailable", detail=f"not found on {where}", **base)
     found = os.path.abspath(found)
+    base = _with_binary(base, found)
     if not os.access(found, os.X_OK):
         return DetectedRuntime(status="unavailable", path=found, detail="not executable", **base)
     auth_task = (
@@ -217,7 +249,7 @@ async def _bridge_entries(
             "path": bridge,
             "version": agent.version,
             "via": BRIDGE_NAME,
-            **family,
+            **_with_binary(family, bridge),
         }
         if adapter is not None and adapter.ineligible:
             entries.append(
@@ -272,39 +304,97 @@ def _vouchers(env: Mapping[str, str] | None) -> CacheVouchers:
     return CacheVouchers(user_config_dir(env))
 
 
-def load_cached(
-    rune_dir: RuneDir,
-    config_digest: str | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    adapters: Sequence[CliAdapter] | None = None,
-) -> RuntimesFile | None:
-    """Today's cache, if this user's detection wrote it (a repository may ship a
-    runtimes.json naming any program), it probed the same runtime definitions, and every
-    runtime it lists still resolves to the same file; otherwise None and DETECT runs."""
+def _read_cache(
+    rune_dir: RuneDir, config_digest: str | None, env: Mapping[str, str] | None
+) -> tuple[RuntimesFile | None, str]:
+    """Today's cache, if this user's detection wrote exactly this content here (a repository
+    may ship a runtimes.json naming any program) for the same runtime definitions; else
+    None, and why when the file was there but not ours (an expired day says nothing)."""
+    path = rune_dir.runtimes_file
+    rebuilt = "ignored, and detection ran afresh"
+    if path.is_symlink():
+        # Like every file under .rune: never read or written through a link.
+        raise RunFileError(f"refusing to read or write through a symlink: {path}")
     try:
-        data, cut = read_capped(rune_dir.runtimes_file, _CACHE_CAP)
+        data, cut = read_capped(path, _CACHE_CAP)
         cached = RuntimesFile.model_validate_json(data)
+    except FileNotFoundError:
+        return None, ""
     except (OSError, ValidationError, ValueError):
-        return None
-    if cut or not _vouchers(env).vouched(rune_dir.runtimes_file, _fingerprint(cached)):
-        return None
+        return None, f"runtime cache {path} is not a report this version writes: {rebuilt}"
+    if cut or not _vouchers(env).vouched(path, _fingerprint(cached)):
+        return None, (
+            f"runtime cache {path} was not written by your own detection here, or was "
+            f"edited since: {rebuilt}"
+        )
     if cached.session_marker != _today() or cached.config_digest != config_digest:
-        return None
-    path_now = (os.environ if env is None else env).get("PATH", os.defpath)
-    executables = {a.name: a.executable for a in (adapters or ADAPTERS.values())}
-    for item in cached.detected:
-        if item.status != "available":
+        return None, ""
+    return cached, ""
+
+
+def _stale(
+    item: DetectedRuntime, adapter: CliAdapter, env: Mapping[str, str], search: str
+) -> str | None:
+    """Why a cached entry no longer says what DISPATCH would run, in words ("" when it was
+    written before entries were fingerprinted); None while it still holds."""
+    if item.path is None:
+        return None  # not found then; a CLI installed since waits for --refresh or tomorrow
+    found = shutil.which(adapter.executable, path=search)
+    now = os.path.abspath(found) if found is not None else None
+    if now != item.path:
+        if now is None:
+            return f"{item.path} is no longer on the PATH"
+        return f"the PATH now finds {now}, not {item.path}"
+    if not any(f.path == item.path for f in item.probe_files):
+        return ""
+    return first_change(item.probe_files, item.probe_vars, env)
+
+
+def _bridge_stale(report: RuntimesFile, env: Mapping[str, str]) -> bool:
+    """Whether the bridge or any agent entry it gave is not what it was: the agents it lists
+    are asked of the bridge itself, so a change there means detecting everything again."""
+    if find_bridge(env, report.login_path) != report.bridge_path:
+        return True
+    return any(
+        first_change(item.probe_files, item.probe_vars, env) is not None
+        for item in report.detected
+        if item.via is not None or item.runtime == BRIDGE_NAME
+    )
+
+
+def _redetected_note(old: DetectedRuntime, new: DetectedRuntime, why: str) -> str:
+    if new.status != "available":
+        return f"{new.runtime} not seated: {why} (detected again: {new.detail or new.status})"
+    was = f"{old.model_family} ({old.family_confidence})"
+    now = f"{new.model_family} ({new.family_confidence})"
+    changed = f": family now {now}, was {was}" if was != now else ""
+    return f"{new.runtime} detected again, since {why}{changed}"
+
+
+async def _refresh_stale(
+    report: RuntimesFile,
+    env: Mapping[str, str],
+    adapters: Sequence[CliAdapter],
+    notes: list[str],
+) -> bool:
+    """Probes again, in place, every cached entry that no longer holds; whether any did."""
+    by_name = {a.name: a for a in adapters}
+    search = _search_path(env, report.login_path)
+    stale: list[tuple[int, CliAdapter, str]] = []
+    for i, item in enumerate(report.detected):
+        adapter = by_name.get(item.runtime) if item.via is None else None
+        if adapter is None:
             continue
-        if item.path is None or not os.path.exists(item.path):
-            return None
-        if item.binary_mtime is not None and _mtime(item.path) != item.binary_mtime:
-            return None  # upgraded or replaced since it was probed
-        name = executables.get(item.runtime) if item.via is None else None
-        found = shutil.which(name, path=path_now) if name else None
-        if found is not None and os.path.realpath(found) != os.path.realpath(item.path):
-            return None  # PATH now names another program: probe it, never run the old one
-    return cached
+        why = _stale(item, adapter, env, search)
+        if why is not None:
+            stale.append((i, adapter, why))
+    fresh = await asyncio.gather(*(probe(a, env, report.login_path) for _, a, _ in stale))
+    for (i, _, why), new in zip(stale, fresh, strict=True):
+        old = report.detected[i]
+        report.detected[i] = new
+        if why and "available" in (old.status, new.status):
+            notes.append(_redetected_note(old, new, why))
+    return bool(stale)
 
 
 async def detect(
@@ -314,19 +404,30 @@ async def detect(
     env: Mapping[str, str] | None = None,
     adapters: Sequence[CliAdapter] | None = None,
     config_digest: str | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[RuntimesFile, bool]:
     """The runtime report and whether it came from the cache.
 
     ``adapters`` defaults to the built-in ones; pass user-defined ones too (with the
     ``config_digest`` of their definitions, so an edited definition is probed afresh).
+    ``notes`` gains a line for a cache that was not used and for each cached entry that
+    had to be probed again, and why.
     """
+    notes = [] if notes is None else notes
+    env = dict(os.environ) if env is None else env
+    chosen = list(ADAPTERS.values()) if adapters is None else list(adapters)
     if not refresh:
-        cached = load_cached(rune_dir, config_digest, env=env, adapters=adapters)
-        if cached is not None:
-            if await _recheck_auth(cached, env, adapters):
+        cached, why = _read_cache(rune_dir, config_digest, env)
+        if why:
+            notes.append(why)
+        if cached is not None and not _bridge_stale(cached, env):
+            # An entry probed again makes the report not wholly today's cache any more.
+            if refreshed := await _refresh_stale(cached, env, chosen, notes):
+                cached.checked_at = _now()
+            if await _recheck_auth(cached, env, chosen) or refreshed:
                 _save(rune_dir, cached, env)
-            return cached, True
-    report = await detect_runtimes(env, adapters, config_digest=config_digest)
+            return cached, not refreshed
+    report = await detect_runtimes(env, chosen, config_digest=config_digest)
     _save(rune_dir, report, env)
     return report, False
 

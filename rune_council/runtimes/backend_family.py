@@ -4,13 +4,17 @@ cline, amp, opencode and aider front whatever model their user configured, so th
 says nothing about the backend: they count as ``unknown``. When the CLI's own config names
 the model it will use, and ``rune_council.families`` (reading it as a client's model name)
 puts it in a known family, the wrapper is promoted to that family. Each wrapper's reader
-lives in its module under ``runtimes/clis/``; they only read files, never write them.
+lives in its module under ``runtimes/clis/``; they only read files, never write them, and
+read them and the environment through a ``Looked``, so that DETECT knows every file and
+variable a family came from and reads it again when one of them changes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +22,7 @@ from pathlib import Path
 from .. import safejson
 from ..families import classify_model
 from ..safefile import read_capped
+from .auth import Looked
 
 _READ_CAP = 1_000_000
 
@@ -29,11 +34,25 @@ class BackendReading:
     evidence: str  # where the model name was found, for the detect report
 
 
-BackendReader = Callable[[Mapping[str, str]], BackendReading | None]
+BackendReader = Callable[[Looked], BackendReading | None]
 
 
 def home(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or "~").expanduser()
+
+
+def run_dir_ancestors() -> list[Path]:
+    """The directories a CLI finds above the one it runs in, nearest first, up to the git
+    work tree holding them (else the root): each voice runs in a fresh, empty private
+    directory under the temporary root, so these are its "project" for every CLI that
+    looks for a project-local config by walking up from where it runs."""
+    found: list[Path] = []
+    here = Path(os.path.realpath(tempfile.gettempdir()))
+    for directory in (here, *here.parents):
+        found.append(directory)
+        if (directory / ".git").exists():
+            break
+    return found
 
 
 def read_text(path: Path) -> str | None:

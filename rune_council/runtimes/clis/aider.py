@@ -1,14 +1,19 @@
 """aider: a wrapper CLI in ask mode, no git, dry run, prompt read from stdin as a file.
 
-Its backend is ``$AIDER_MODEL``, else a top-level ``model:`` line in ``~/.aider.conf.yml``.
+Its backend is ``AIDER_MODEL``, else a top-level ``model:`` line in ``.aider.conf.yml``, read
+the way aider 0.86 reads them: ``AIDER_MODEL`` set in a ``.env`` file (``~/.aider/
+oauth-keys.env``, ``~/.env``, then the git root's, the later winning) overrides the
+environment's, and the conf file of the git root overrides the home one. The git root is the
+one holding the empty directory a voice runs in, if any (that directory itself has no file).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from pathlib import Path
 
-from ..backend_family import BackendReading, home, read_text, reading
+from ..auth import Looked
+from ..backend_family import BackendReading, home, reading, run_dir_ancestors
 from ..base import EnvPolicy
 from ..cli_adapter import PROVIDER_KEY_NAMES, CliAdapter
 from ..parsers import Parsed, tail
@@ -27,6 +32,9 @@ _ERROR = re.compile(
     re.MULTILINE,
 )
 _YAML_MODEL = re.compile(r"""^model\s*:\s*["']?([^"'#\s]+)["']?\s*(?:#.*)?$""", re.MULTILINE)
+_DOTENV_MODEL = re.compile(
+    r"""^\s*(?:export\s+)?AIDER_MODEL\s*=\s*["']?([^"'#\s]*)["']?\s*(?:#.*)?$""", re.MULTILINE
+)
 
 
 def parse(stdout: str, stderr: str) -> Parsed:
@@ -45,15 +53,32 @@ def parse(stdout: str, stderr: str) -> Parsed:
     return Parsed(text)
 
 
-def backend(env: Mapping[str, str]) -> BackendReading | None:
-    if env.get("AIDER_MODEL"):
-        return reading(env["AIDER_MODEL"], "$AIDER_MODEL")
-    path = home(env) / ".aider.conf.yml"
-    text = read_text(path)
-    if text is None:
-        return None
-    match = _YAML_MODEL.search(text)
-    return reading(match.group(1), str(path)) if match else None
+def _git_root() -> Path | None:
+    found = run_dir_ancestors()
+    return found[-1] if found and (found[-1] / ".git").exists() else None
+
+
+def backend(looked: Looked) -> BackendReading | None:
+    where = [home(looked.env)]
+    if (root := _git_root()) is not None:
+        where.append(root)
+    dotenv: tuple[str, str] | None = None
+    for path in [where[0] / ".aider" / "oauth-keys.env", *(d / ".env" for d in where)]:
+        text = looked.text(path)
+        found = _DOTENV_MODEL.findall(text) if text is not None else []
+        if found and found[-1]:
+            dotenv = (found[-1], f"AIDER_MODEL in {path}")
+    if dotenv is not None:
+        return reading(*dotenv)
+    if (model := looked.value("AIDER_MODEL")) is not None:
+        return reading(model, "$AIDER_MODEL")
+    chosen: tuple[str, str] | None = None
+    for path in (d / ".aider.conf.yml" for d in where):
+        text = looked.text(path)
+        match = _YAML_MODEL.search(text) if text is not None else None
+        if match:
+            chosen = (match.group(1), str(path))
+    return reading(*chosen) if chosen is not None else None
 
 
 ADAPTER = CliAdapter(

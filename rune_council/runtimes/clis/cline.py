@@ -6,10 +6,10 @@ Its backend is the ``model`` of the ``lastUsedProvider`` in ``settings/providers
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
-from ..backend_family import BackendReading, home, loads_jsonc, read_text, reading
+from ..auth import Looked
+from ..backend_family import BackendReading, home, loads_jsonc, reading
 from ..base import EnvPolicy
 from ..cli_adapter import PROVIDER_KEY_NAMES, CliAdapter
 from ..parsers import Parsed, json_objects, nonblank, tail
@@ -30,7 +30,8 @@ def parse(stdout: str, stderr: str) -> Parsed:
     return Parsed(None, f"no run_result in cline output: {tail(stderr or stdout)}")
 
 
-def backend(env: Mapping[str, str]) -> BackendReading | None:
+def backend(looked: Looked) -> BackendReading | None:
+    env = looked.env
     if env.get("CLINE_DATA_DIR"):
         data = Path(env["CLINE_DATA_DIR"]).expanduser()
     elif env.get("CLINE_DIR"):
@@ -38,7 +39,7 @@ def backend(env: Mapping[str, str]) -> BackendReading | None:
     else:
         data = home(env) / ".cline" / "data"
     path = data / "settings" / "providers.json"
-    text = read_text(path)
+    text = looked.text(path)
     doc = loads_jsonc(text) if text is not None else None
     if not isinstance(doc, dict):
         return None

@@ -1,9 +1,17 @@
 """opencode (``opencode run``): a wrapper CLI, every tool denied, one retry on an upgrade demand.
 
-Its backend is whatever model the user configured, read (never written) from
-``$OPENCODE_CONFIG_CONTENT`` (inline JSON), else the file ``$OPENCODE_CONFIG``, else
-``opencode.json`` / ``opencode.jsonc`` / ``config.json`` under ``$XDG_CONFIG_HOME/opencode``
-(default ``~/.config/opencode``); key ``model``.
+Its backend is whatever model the user configured, read (never written) from the sources
+opencode 1.18 merges, in its order, the last that names a ``model`` winning:
+``config.json``, ``opencode.json``, ``opencode.jsonc`` under ``$XDG_CONFIG_HOME/opencode``
+(default ``~/.config/opencode``), the file ``$OPENCODE_CONFIG``, ``~/.opencode/`` and
+``$OPENCODE_CONFIG_DIR`` (``opencode.json``, ``opencode.jsonc``), the inline JSON
+``$OPENCODE_CONFIG_CONTENT``, and the administrator's ``/etc/opencode``; ``{env:NAME}`` in
+any of them is the variable's value, as opencode reads it.
+
+opencode also reads ``opencode.json`` and ``.opencode/`` in every directory above the one
+it runs in. A voice runs in a fresh directory under the shared temporary root, where any
+local user can leave such a file (naming a model, a server to send the prompt to, an MCP
+command to start), so project configs are switched off for every run.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..auth import Looked
 from ..backend_family import BackendReading, home, loads_jsonc, read_text, reading
 from ..base import EnvPolicy
 from ..cli_adapter import PROVIDER_KEY_NAMES, CliAdapter
@@ -61,33 +70,48 @@ def parse(stdout: str, stderr: str) -> Parsed:
     return Parsed(None, f"no text in opencode output: {tail(stderr or stdout)}")
 
 
+# An administrator's settings, read last: they override the user's (opencode's "managed"
+# config).
+MANAGED = (Path("/etc/opencode/opencode.json"), Path("/etc/opencode/opencode.jsonc"))
+
+
 def _config_paths(env: Mapping[str, str]) -> list[Path]:
-    paths = [Path(env["OPENCODE_CONFIG"]).expanduser()] if env.get("OPENCODE_CONFIG") else []
+    """The user's config files, in the order opencode merges them; the inline
+    ``$OPENCODE_CONFIG_CONTENT`` comes after these, the managed files after that."""
     base = Path(env.get("XDG_CONFIG_HOME") or home(env) / ".config") / "opencode"
-    return [*paths, base / "opencode.json", base / "opencode.jsonc", base / "config.json"]
+    paths = [base / "config.json", base / "opencode.json", base / "opencode.jsonc"]
+    if env.get("OPENCODE_CONFIG"):
+        paths.append(Path(env["OPENCODE_CONFIG"]).expanduser())
+    dirs = [home(env) / ".opencode"]
+    if env.get("OPENCODE_CONFIG_DIR"):
+        dirs.append(Path(env["OPENCODE_CONFIG_DIR"]).expanduser())
+    return paths + [d / name for d in dirs for name in ("opencode.json", "opencode.jsonc")]
 
 
 def config_env_names(env: Mapping[str, str]) -> list[str]:
     """Variables the user's opencode config reads through ``{env:NAME}``."""
     texts = [env.get("OPENCODE_CONFIG_CONTENT", "")]
-    texts += [t for t in (read_text(p) for p in _config_paths(env)) if t is not None]
+    texts += [t for t in (read_text(p) for p in [*_config_paths(env), *MANAGED]) if t]
     return sorted({m.group(1) for text in texts for m in _ENV_REFERENCE.finditer(text)})
 
 
-def backend(env: Mapping[str, str]) -> BackendReading | None:
-    inline = env.get("OPENCODE_CONFIG_CONTENT")
-    if inline:
-        doc = loads_jsonc(inline)
-        if isinstance(doc, dict) and "model" in doc:
-            return reading(doc["model"], "$OPENCODE_CONFIG_CONTENT")
-    for path in _config_paths(env):
-        text = read_text(path)
-        if text is None:
-            continue
-        doc = loads_jsonc(text)
-        if isinstance(doc, dict) and "model" in doc:
-            return reading(doc["model"], str(path))
-    return None
+def _model(text: str, env: Mapping[str, str]) -> object:
+    # opencode puts each variable's value in place of ``{env:NAME}`` before it parses.
+    filled = _ENV_REFERENCE.sub(lambda m: env.get(m.group(1), ""), text)
+    doc = loads_jsonc(filled)
+    return doc.get("model") if isinstance(doc, dict) else None
+
+
+def backend(looked: Looked) -> BackendReading | None:
+    sources = [(str(p), looked.text(p)) for p in _config_paths(looked.env)]
+    sources.append(("$OPENCODE_CONFIG_CONTENT", looked.value("OPENCODE_CONFIG_CONTENT")))
+    sources += [(str(p), looked.text(p)) for p in MANAGED]
+    chosen: tuple[object, str] | None = None
+    for evidence, text in sources:
+        model = _model(text, looked.env) if text is not None else None
+        if model is not None:
+            chosen = (model, evidence)  # a later source overrides an earlier one
+    return reading(*chosen) if chosen is not None else None
 
 
 ADAPTER = CliAdapter(
@@ -104,6 +128,8 @@ ADAPTER = CliAdapter(
             "OPENCODE_PERMISSION": json.dumps({"*": "deny"}),
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_SHARE": "1",
+            # No opencode.json, .opencode/ or AGENTS.md from the directories above the run.
+            "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
         },
     ),
     parse=parse,
