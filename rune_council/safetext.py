@@ -13,7 +13,15 @@ import os
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["URL_USERINFO", "Fence", "markup", "mask_url_credentials", "one_line", "plain"]
+__all__ = [
+    "URL_USERINFO",
+    "Fence",
+    "json_text",
+    "markup",
+    "mask_url_credentials",
+    "one_line",
+    "plain",
+]
 
 # Escape sequences first (so their printable tails go with them), then every remaining
 # control character except newline and tab.
@@ -70,6 +78,27 @@ def plain(text: str) -> str:
     """``text`` without escape sequences, control characters (newlines and tabs kept) or
     credentials inside URLs."""
     return mask_url_credentials(_CONTROLS.sub("", _SEQUENCES.sub("", text)))
+
+
+# What ``json_text`` writes as an escape: the controls and overrides ``plain`` removes, but
+# tab, newline and carriage return, which a serializer writes raw only between tokens.
+_JSON_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def json_text(text: str) -> str:
+    """JSON text (as a serializer wrote it) safe to print, and the same document to a reader.
+
+    ``json.dumps`` escapes every control character, but pydantic's serializer writes DEL,
+    the C1 controls (``\\x9b`` is a one-byte CSI) and the bidirectional overrides as they
+    are. Outside its strings JSON holds only ASCII punctuation and whitespace, so each such
+    character sits in a string, where its ``\\uXXXX`` escape reads back as the same value;
+    nothing is lost, unlike ``plain``. URL credentials are masked as ``plain`` masks them.
+    """
+    return mask_url_credentials(_JSON_UNSAFE.sub(_json_escape, text))
 
 
 def one_line(text: str, limit: int = 240) -> str:

@@ -27,7 +27,7 @@ from . import (
     tally_cmd,  # noqa: F401
     trust_cmd,  # noqa: F401
 )
-from .app import app, build_only_what_runs
+from .app import app, build_only_what_runs, echo
 
 __all__ = ["app", "main"]
 
@@ -45,6 +45,6 @@ def main() -> None:
             raise
         code = exit_code_for(exc)
         what = "I/O error" if code == ExitCode.IO_ERROR else "internal error"
-        print(f"rune: {what}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        echo(f"rune: {what}: {type(exc).__name__}: {exc}", err=True)
         lifetime.exit_now(code)
     lifetime.exit_now(0)

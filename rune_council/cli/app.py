@@ -3,6 +3,11 @@
 Heavy modules (pydantic, the stages) are imported inside the commands so ``rune --help``
 starts fast. Every command ends with a code from ``rune_council.errors.ExitCode``; an error
 is turned into one through ``exit_code_for``, the one table (see README "Exit codes").
+
+Commands print only through ``echo`` (text) and ``echo_json`` (documents): what they print
+quotes model ids, endpoint names, error bodies, voice answers and file names, any of which
+can carry escape sequences, and these two are where all of it is made inert. A test keeps
+every other way of writing to the terminal out of the command modules.
 """
 
 from __future__ import annotations
@@ -78,12 +83,26 @@ def build_only_what_runs(argv: Sequence[str]) -> None:
         ]
 
 
-def fail(message: str, code: int) -> typer.Exit:
-    """Print one clear line to stderr and hand back the exit to raise."""
+def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print text for a person: no escape sequence, control character (but newline and tab)
+    or URL credential in ``message`` reaches the terminal (``safetext.plain``)."""
     from ..safetext import plain
 
-    # Messages quote file names, run files and voice output: shown as text, never escapes.
-    typer.echo(f"rune council: {plain(message)}", err=True)
+    typer.echo(plain(message), err=err, nl=nl)
+
+
+def echo_json(document: str | bytes, *, nl: bool = True) -> None:
+    """Print a serialized JSON document on stdout, every control character in it escaped
+    so a terminal shows it inert and a program reads the same values (``safetext.json_text``)."""
+    from ..safetext import json_text
+
+    text = document.decode("utf-8", "replace") if isinstance(document, bytes) else document
+    typer.echo(json_text(text), nl=nl)
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    """Print one clear line to stderr and hand back the exit to raise."""
+    echo(f"rune council: {message}", err=True)
     return typer.Exit(code)
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..errors import ExitCode
-from .app import council_app, council_errors, fail
+from .app import council_app, council_errors, echo, echo_json, fail
 
 if TYPE_CHECKING:
     from ..batch import BatchOptions, Row
@@ -31,8 +30,7 @@ class _Printer:
 
     def item_done(self, row: Row, ran: bool) -> None:
         self.view.item_done(row, ran)
-        sys.stdout.write(row.to_json() + "\n")
-        sys.stdout.flush()
+        echo_json(row.to_json())
 
 
 @council_app.command(
@@ -122,7 +120,6 @@ def batch_command(
     from ..endpoints import setup_from_options
     from ..paths import RuneDir
     from ..runtimes.limits import Limits, caps_from_config
-    from ..safetext import plain
     from .consent_prompt import external_consent
     from .signals import signal_exit_code, terminating_signals
 
@@ -162,7 +159,7 @@ def batch_command(
                 batch.check()
             except BadItems as exc:
                 for line in exc.bad:
-                    typer.echo(plain(f"rune council: {line}"), err=True)
+                    echo(f"rune council: {line}", err=True)
                 raise
             allow = external_consent(where, yes=yes, refresh=False, config=config)
             batch.options = _with_consent(batch.options, allow)
@@ -175,9 +172,9 @@ def batch_command(
                 stopped = exc
             if not as_json:
                 for note in batch.notes:
-                    typer.echo(plain(f"rune council: note: {note}"), err=True)
+                    echo(f"rune council: note: {note}", err=True)
     if not as_json:
-        typer.echo(render_summary(batch.tally, batch.results_path, stopped=stopped is not None))
+        echo(render_summary(batch.tally, batch.results_path, stopped=stopped is not None))
     if stopped is not None:
         raise fail(
             "batch stopped; running councils were cancelled and the next run picks them up",

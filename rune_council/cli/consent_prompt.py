@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from .app import echo
+
 if TYPE_CHECKING:
     from ..config import CouncilConfig
     from ..paths import RuneDir
@@ -46,7 +48,7 @@ def external_consent(
     names = [r.name for r in found.runtimes]
     if not names:
         return None
-    typer.echo(
+    echo(
         f"rune council: this sends the question (and any artifact) to {', '.join(names)}, "
         "which pass it to the model services they are configured for.",
         err=True,

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ExitCode
-from .app import council_app, council_errors, fail
+from .app import council_app, council_errors, echo, echo_json, fail
 
 
 @council_app.command("run", help="Ask the council a question (the default command).")
@@ -140,7 +140,6 @@ def run_command(
     from ..paths import RuneDir
     from ..render import render
     from ..runtimes.subagent import CommandRuntime
-    from ..safetext import plain
     from .consent_prompt import external_consent
     from .live import progress
     from .signals import terminating_signals
@@ -217,19 +216,19 @@ def run_command(
             else:
                 result = convene(request, options)
     if as_json:
-        typer.echo(result.model_dump_json(indent=2))
+        echo_json(result.model_dump_json(indent=2))
     else:
-        typer.echo(render(result) + render_deliberation(result))
+        echo(render(result) + render_deliberation(result))
     if result.voices_valid == 0:
         if not as_json:
-            typer.echo(
+            echo(
                 "rune council: no voice produced a usable answer; the Notes and "
                 "`rune council doctor` say why (--yes, --subagent-cmd or --endpoint add voices)",
                 err=True,
             )
             for entry in result.runtime_report.detected:
                 if entry.auth == "logged-out" and entry.auth_fix:
-                    typer.echo(f"  {plain(entry.runtime)}: {plain(entry.auth_fix)}", err=True)
+                    echo(f"  {entry.runtime}: {entry.auth_fix}", err=True)
         raise typer.Exit(ExitCode.NO_VERDICT)
 
 
@@ -243,14 +242,13 @@ def templates_command(
     from ..config import load_config
     from ..council.templates import chains, templates
     from ..paths import RuneDir
-    from ..safetext import plain
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():
         config = load_config(where)
         found, linked = templates(config), chains(config)
     for note in config.notes:
-        typer.echo(f"rune council: note: {note}", err=True)
+        echo(f"rune council: note: {note}", err=True)
     if as_json:
         doc = {
             "templates": [
@@ -275,18 +273,18 @@ def templates_command(
                 for c in linked.values()
             ],
         }
-        typer.echo(json.dumps(doc, indent=2))
+        echo_json(json.dumps(doc, indent=2))
         return
     width = max(len(name) for name in [*found, *linked])
-    typer.echo("templates (--template NAME):")
+    echo("templates (--template NAME):")
     for t in found.values():
         origin = "" if t.source == "builtin" else f" [{t.source}]"
         # A project's description is the repository's text: shown as text, never escapes.
-        typer.echo(plain(f"  {t.name:<{width}}  {t.spec.description}{origin}"))
-    typer.echo("chains (--chain NAME):")
+        echo(f"  {t.name:<{width}}  {t.spec.description}{origin}")
+    echo("chains (--chain NAME):")
     for c in linked.values():
         origin = "" if c.source == "builtin" else f" [{c.source}]"
-        typer.echo(plain(f"  {c.name:<{width}}  {c.description}{origin}"))
+        echo(f"  {c.name:<{width}}  {c.description}{origin}")
 
 
 @council_app.command("detect", help="Show which AI CLIs are installed and their families.")
@@ -300,7 +298,6 @@ def detect_command(
     from ..config import load_config
     from ..discovery.assembly import detect_configured
     from ..paths import RuneDir
-    from ..safetext import plain
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():
@@ -309,29 +306,27 @@ def detect_command(
             detect_configured(where, env=dict(os.environ), refresh=refresh, config=config)
         )
     for note in config.notes:
-        typer.echo(f"rune council: note: {note}", err=True)
+        echo(f"rune council: note: {note}", err=True)
     if as_json:
-        typer.echo(json.dumps(report.model_dump(mode="json"), indent=2))
+        echo_json(json.dumps(report.model_dump(mode="json"), indent=2))
         return
     source = "cached today" if cached else "probed now"
-    typer.echo(f"runtimes ({source}, {report.checked_at}) → {where.runtimes_file}")
+    echo(f"runtimes ({source}, {report.checked_at}) → {where.runtimes_file}")
     for d in report.detected:
         version = d.version or "-"
         where_ = d.path or d.detail
         # Version strings and details are what the CLIs printed: text, never escapes.
-        typer.echo(
-            plain(
-                f"  {d.runtime:<8} {d.status:<11} {d.model_family:<10} {d.family_confidence:<9} "
-                f"{version:<12} {where_}"
-            )
+        echo(
+            f"  {d.runtime:<8} {d.status:<11} {d.model_family:<10} {d.family_confidence:<9} "
+            f"{version:<12} {where_}"
         )
         if d.path and d.detail:
             # Why a CLI is ineligible, or where a wrapper's family came from.
-            typer.echo(plain(f"      {d.detail}"))
+            echo(f"      {d.detail}")
         if d.auth is not None:
             fix = f"; fix: {d.auth_fix}" if d.auth_fix else ""
-            typer.echo(plain(f"      auth {d.auth}: {d.auth_detail}{fix}"))
+            echo(f"      auth {d.auth}: {d.auth_detail}{fix}")
     if report.login_shell:
-        typer.echo(f"login-shell PATH from {report.login_shell}: {len(report.login_path)} entries")
+        echo(f"login-shell PATH from {report.login_shell}: {len(report.login_path)} entries")
     if not any(d.status == "available" for d in report.detected):
-        typer.echo("no AI CLI found: councils will run subagent-only (--subagent-cmd)")
+        echo("no AI CLI found: councils will run subagent-only (--subagent-cmd)")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ExitCode
-from .app import council_app, council_errors
+from .app import council_app, council_errors, echo, echo_json
 
 
 @council_app.command(
@@ -52,7 +52,7 @@ def demo_command(
     with council_errors():  # a bad --id
         request = parse_request(demo_request(run_id or f"demo-{new_run_id()}"))
     if not as_json:
-        typer.echo(
+        echo(
             f"demo: {len(demo_runtimes())} simulated voices (no AI CLI, no network) on: "
             f"{request.question}",
             err=True,
@@ -67,10 +67,10 @@ def demo_command(
         )
         result = convene(request, options)
     if as_json:
-        typer.echo(result.model_dump_json(indent=2))
+        echo_json(result.model_dump_json(indent=2))
     else:
-        typer.echo(report(result))
-        typer.echo(
+        echo(report(result))
+        echo(
             f"\nNext: rune council show {result.id} | rune council verify {result.id} | "
             f"rune council list" + ("" if rune_dir is None else f"  (with --rune-dir {rune_dir})"),
             err=True,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import ExitCode
-from .app import council_app, council_errors
+from .app import council_app, council_errors, echo, echo_json
 
 if TYPE_CHECKING:
     from ..discovery.doctor import Diagnosis, Row
@@ -37,9 +37,9 @@ def doctor_command(
     with council_errors():
         diagnosis = asyncio.run(diagnose(where, dict(os.environ), refresh=refresh))
     if as_json:
-        typer.echo(json.dumps(diagnosis.as_json(), indent=2))
+        echo_json(json.dumps(diagnosis.as_json(), indent=2))
     else:
-        typer.echo(screen(diagnosis))
+        echo(screen(diagnosis))
     raise typer.Exit(ExitCode.OK if diagnosis.ok else ExitCode.NO_VERDICT)
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .app import council_app, council_errors
+from .app import council_app, council_errors, echo, echo_json
 
 
 @council_app.command(
@@ -32,8 +32,9 @@ def endpoints_command(
     import os
 
     from ..config import load_config
-    from ..endpoints import setup_from_options, survey
+    from ..endpoints import setup_from_options, survey, untrusted_endpoints
     from ..paths import RuneDir
+    from ..safetext import one_line
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():
@@ -48,7 +49,7 @@ def endpoints_command(
         )
         surveys = asyncio.run(survey(setup, where, dict(os.environ)))
     for note in config.notes:
-        typer.echo(f"rune council: note: {note}", err=True)
+        echo(f"rune council: note: {note}", err=True)
     if as_json:
         doc = [
             {
@@ -71,23 +72,35 @@ def endpoints_command(
             }
             for s in surveys
         ]
-        typer.echo(json.dumps(doc, indent=2))
+        echo_json(json.dumps(doc, indent=2))
         return
     if not surveys:
-        typer.echo(
+        left_out = untrusted_endpoints(config)
+        if left_out:
+            files = sorted(set(left_out.values()))
+            echo(
+                f"no endpoints in force: {', '.join(sorted(left_out))} "
+                f"{'is' if len(left_out) == 1 else 'are'} defined only by {', '.join(files)}, "
+                "which is not trusted (a repository may not seat voices); review it, then "
+                f"run: rune council trust {files[0]}"
+            )
+            return
+        echo(
             "no endpoints: add [endpoints.NAME] to council.toml or pass --endpoint URL "
             "(presets: nim, ollama)"
         )
         return
     for s in surveys:
         when = f" at {s.fetched_at}" if s.fetched_at else ""
-        typer.echo(f"{s.name}  {s.base_url}  key: {s.key}  ({s.source}{when})")
+        echo(f"{s.name}  {s.base_url}  key: {s.key}  ({s.source}{when})")
         for rank, c in enumerate(s.ranked, start=1):
-            typer.echo(f"  {rank:>2} {c.model:<48} {c.family:<10} {c.confidence:<9} {c.why}")
+            # A model id is the server's text: a newline in it must not forge a row.
+            model, why = one_line(c.model, 200), one_line(c.why, 200)
+            echo(f"  {rank:>2} {model:<48} {c.family:<10} {c.confidence:<9} {why}")
         if s.left_out:
-            typer.echo(
+            echo(
                 f"  left out ({len(s.left_out)}, excluded or not a chat model): "
-                + ", ".join(s.left_out)
+                + one_line(", ".join(s.left_out), 4000)
             )
         for note in s.notes:
-            typer.echo(f"  note: {note}")
+            echo(f"  note: {one_line(note, 1000)}")

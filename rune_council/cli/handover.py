@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from .app import council_app
+from .app import council_app, echo
 
 
 def door_command(name: str, module: str, help_text: str) -> None:
@@ -30,8 +30,8 @@ def door_command(name: str, module: str, help_text: str) -> None:
         if any(arg in ("--help", "-h") for arg in ctx.args):
             shown = subprocess.run(argv, capture_output=True, text=True, check=False)
             # argparse says "usage:"; every other command of this CLI says "Usage:".
-            typer.echo(shown.stdout.replace("usage:", "Usage:", 1), nl=False)
-            typer.echo(shown.stderr, err=True, nl=False)
+            echo(shown.stdout.replace("usage:", "Usage:", 1), nl=False)
+            echo(shown.stderr, err=True, nl=False)
             raise typer.Exit(shown.returncode)
         sys.stdout.flush()
         sys.stderr.flush()

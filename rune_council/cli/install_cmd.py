@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .app import council_app, council_errors
+from .app import council_app, council_errors, echo, echo_json
 
 _VERBS = {
     "create": ("created", "would create"),
@@ -51,7 +51,6 @@ def install_command(
 ) -> None:
     from ..hosts import install
     from ..hosts import uninstall as remove
-    from ..safetext import plain
 
     with council_errors():
         run = remove if uninstall else install
@@ -71,17 +70,17 @@ def install_command(
             ],
             "notes": list(outcome.notes),
         }
-        typer.echo(json.dumps(doc, indent=2))
+        echo_json(json.dumps(doc, indent=2))
         return
     for change in outcome.changes:
         done, would = _VERBS[change.action]
         verb = would if dry_run else done
         detail = f" — {change.detail}" if change.detail else ""
-        typer.echo(plain(f"{verb:<13} {change.path}  ({change.what}{detail})"))
+        echo(f"{verb:<13} {change.path}  ({change.what}{detail})")
     # A no-op install need not repeat the advice; an uninstall's notes say why it did nothing.
     if outcome.changed or outcome.uninstall:
         for note in outcome.notes:
-            typer.echo(plain(note))
+            echo(note)
     where = f"{outcome.host} ({outcome.scope})"
     if not outcome.changed:
         summary = f"nothing to change for {where}"
@@ -91,4 +90,4 @@ def install_command(
         summary = f"removed rune-council from {where}"
     else:
         summary = f"installed rune-council into {where}: {outcome.usage}"
-    typer.echo(plain(summary))
+    echo(summary)

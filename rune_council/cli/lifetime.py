@@ -33,7 +33,9 @@ def exit_now(code: object) -> None:
     elif isinstance(code, int):
         status = code
     else:  # sys.exit("message"): print it and exit 1, as Python would
-        print(code, file=sys.stderr)
+        from .app import echo
+
+        echo(str(code), err=True)
         status = 1
     if threading.active_count() > 1 or sys.gettrace() is not None:
         sys.exit(status)

@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..safetext import plain
-from .app import council_app, council_errors
+from .app import council_app, council_errors, echo, echo_json
 
 
 @council_app.command(
@@ -70,9 +69,12 @@ def stats_command(
             if not given.is_dir():
                 raise RequestError(f"--rune-dir {given} is not a directory")
         result = stats(dirs, since=start)
-        typer.echo(result.model_dump_json(indent=2) if as_json else plain(text(result)), nl=False)
         if as_json:
-            typer.echo("")
+            echo_json(result.model_dump_json(indent=2), nl=False)
+        else:
+            echo(text(result), nl=False)
+        if as_json:
+            echo("")
         wants_pictures = png is not None or html_file is not None
         pictures: dict[str, bytes] = {}
         if wants_pictures and charts.available():
@@ -85,16 +87,16 @@ def stats_command(
                 png.mkdir(parents=True, exist_ok=True)
                 for name, data in pictures.items():
                     (png / name).write_bytes(data)
-                typer.echo(f"wrote {len(pictures)} picture(s) to {png}", err=True)
+                echo(f"wrote {len(pictures)} picture(s) to {png}", err=True)
             if html_file is not None:
                 notes = [] if pictures else [f"{charts.INSTALL_HINT} (this page has tables only)"]
                 shown = {n: (charts.PICTURES[n][0], data) for n, data in pictures.items()}
                 html_file.write_text(page(result, shown, notes=notes), encoding="utf-8")
-                typer.echo(f"wrote {html_file}", err=True)
+                echo(f"wrote {html_file}", err=True)
                 for note in notes:
-                    typer.echo(f"rune council: {note}", err=True)
+                    echo(f"rune council: {note}", err=True)
         except OSError as exc:
             # A wrong path is bad input (2); a failing disk is an I/O error (74).
             raise file_error(f"cannot write {exc.filename}", exc) from None
         if not wants_pictures and not as_json and not charts.available():
-            typer.echo(f"({charts.INSTALL_HINT})")
+            echo(f"({charts.INSTALL_HINT})")

@@ -13,8 +13,7 @@ import typer
 from .. import safejson
 from ..errors import ExitCode
 from ..safefile import read_capped
-from ..safetext import plain
-from .app import council_app, fail
+from .app import council_app, echo, echo_json, fail
 
 MAX_TRANSCRIPT_BYTES = 20_000_000
 
@@ -79,16 +78,16 @@ def tally_command(
     report = parts.report
     if as_json:
         for data in tally_json_chunks(report, parts.rankers()):
-            typer.echo(data, nl=False)
-        typer.echo(b"\n", nl=False)
+            echo_json(data, nl=False)
+        echo()
     else:
         chunk: list[str] = []
         for line in tally_lines(report, source, parts.rankers()):
             chunk.append(line)
             if len(chunk) == 1000:
-                typer.echo(plain("\n".join(chunk)))
+                echo("\n".join(chunk))
                 chunk.clear()
         if chunk:
-            typer.echo(plain("\n".join(chunk)))
+            echo("\n".join(chunk))
     if not report.valid:
         raise typer.Exit(ExitCode.NO_VERDICT)

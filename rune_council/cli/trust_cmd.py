@@ -1,8 +1,8 @@
 """``rune council trust``: let a project's council.toml do what only the user may decide.
 
-A repository's ``.rune/council.toml`` may not run programs, send keys, pass variables on or
-grant consent until the user trusts its exact content; this records (or forgets) that, in
-the user's config directory, by absolute path and SHA-256.
+A repository's ``.rune/council.toml`` may not run programs, seat endpoints as voices, send
+keys, pass variables on or grant consent until the user trusts its exact content; this
+records (or forgets) that, in the user's config directory, by absolute path and SHA-256.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from typing import Annotated
 import typer
 
 from ..errors import ExitCode
-from .app import council_app, council_errors, fail
+from .app import council_app, council_errors, echo, fail
 
 
 @council_app.command(
     "trust",
-    help="Trust a project's council.toml as it is now, so its runtimes, keyed endpoints, "
-    "[env] and [consent] apply; a changed file needs trusting again.",
+    help="Trust a project's council.toml as it is now, so its runtimes, endpoints, "
+    "[subagent], [env] and [consent] apply; a changed file needs trusting again.",
 )
 def trust_command(
     path: Annotated[
@@ -48,7 +48,7 @@ def trust_command(
             raise fail("--list takes no file and no --revoke", ExitCode.BAD_INPUT)
         records = trust_store().records()
         if not records:
-            typer.echo("no trusted files")
+            echo("no trusted files")
         for record in records:
             try:
                 data = read_bounded(Path(record.path))
@@ -58,7 +58,7 @@ def trust_command(
                 state = "missing"
             else:
                 state = "trusted" if digest(data) == record.sha256 else "changed"
-            typer.echo(f"{state:<8} {record.sha256[:12]}  {record.trusted_at}  {record.path}")
+            echo(f"{state:<8} {record.sha256[:12]}  {record.trusted_at}  {record.path}")
         return
 
     target = path if path is not None else RuneDir.resolve(rune_dir).root / CONFIG_NAME
@@ -66,18 +66,18 @@ def trust_command(
     with council_errors():
         if revoke:
             if revoke_file(target):
-                typer.echo(f"no longer trusted: {shown}")
+                echo(f"no longer trusted: {shown}")
             else:
-                typer.echo(f"was not trusted: {shown}")
+                echo(f"was not trusted: {shown}")
             return
         if file_key(user_config_file()) == shown:
-            typer.echo(f"{shown} is your own config: it always applies, nothing to trust")
+            echo(f"{shown} is your own config: it always applies, nothing to trust")
             return
         record, settings = trust_file(target)
     parts = privileged_parts(settings)
     what = (
         f"now applies: {', '.join(parts)}"
         if parts
-        else "it sets nothing that needed trust (no runtimes, keys, [env] or [consent])"
+        else "it sets nothing that needed trust (no runtimes, endpoints, [env] or [consent])"
     )
-    typer.echo(f"trusted {record.path} (sha256 {record.sha256[:12]}); {what}")
+    echo(f"trusted {record.path} (sha256 {record.sha256[:12]}); {what}")
