@@ -36,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.fields import FieldInfo
+from pydantic.json_schema import DEFAULT_REF_TEMPLATE
 from pydantic_core import PydanticCustomError
 
 from ..contract import (
@@ -829,11 +830,15 @@ def _refs(node: Any) -> set[str]:
     return set()
 
 
-def ask_schema(*, trusted_caller: bool = True, nested: bool = True) -> dict[str, Any]:
+def ask_schema(
+    *, trusted_caller: bool = True, nested: bool = True, ref_template: str = DEFAULT_REF_TEMPLATE
+) -> dict[str, Any]:
     """The JSON Schema of an ask as a door's caller may send it: without the operator's
     keys for a caller who is not the operator, and without the nested ``request`` form
-    (``question`` then required) where a door offers only the flat one."""
-    schema = Ask.model_json_schema()
+    (``question`` then required) where a door offers only the flat one. ``ref_template``
+    places the definitions (``#/components/schemas/{model}`` for an OpenAPI document); they
+    are returned under ``$defs`` for the door to move there."""
+    schema = Ask.model_json_schema(ref_template=ref_template)
     props: dict[str, Any] = schema["properties"]
     if not trusted_caller:
         for key in OPERATOR_ONLY:
