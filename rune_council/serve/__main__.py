@@ -127,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT  # a missing extra is bad input, as elsewhere
-    shown = f"[{args.host}]" if ":" in args.host else args.host
+    # A browser sent to 0.0.0.0 would name it in Host, which no server answers to.
+    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "[::]", "") else args.host
+    shown = f"[{shown.strip('[]')}]" if ":" in shown else shown
     url = f"http://{shown}:{args.port}/"
     print(f"{PROG}: {url} (run files in {where.council_dir})", file=sys.stderr)
     if token is not None and token_source is not None and token_source != f"${TOKEN_ENV}":
@@ -143,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
             )
     elif token is not None:
         print(f"{PROG}: token required (from {token_source})", file=sys.stderr)
+    else:
+        print(
+            f"{PROG}: no token: web pages cannot use it, but every account on this machine "
+            "can (on a shared machine, use --require-token)",
+            file=sys.stderr,
+        )
     serve(settings, log_level=args.log_level)
     return ExitCode.OK
 

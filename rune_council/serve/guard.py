@@ -212,7 +212,10 @@ class Guard:
             declared_json = len(types) == 1 and media == b"application/json"
             if not declared_json and (types or has_body):
                 got = media.decode("latin-1")[:60] or "no Content-Type"
-                return 415, f"{method} bodies must be application/json (got {got})"
+                return 415, (
+                    f"{method} bodies must be Content-Type: application/json (got {got}); "
+                    "with curl, use --json or -H 'Content-Type: application/json'"
+                )
         return None
 
     def _authorised(self, scope: Scope, headers: dict[bytes, list[bytes]]) -> bool:

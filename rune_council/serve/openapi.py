@@ -95,9 +95,11 @@ def document(version: str) -> dict[str, Any]:
                     "401": _problem("Missing or wrong bearer token."),
                     "409": _problem("The run id is already used."),
                     "413": _problem("The body is larger than the server accepts."),
+                    "415": _problem("The body is not declared Content-Type: application/json."),
                     "422": _problem(
-                        "The body is not a valid council request, or names no known template "
-                        "(the closest is suggested); the error starts with the field."
+                        "The body is not a valid council request (nor JSON within the size "
+                        "and nesting limits), or names no known template (the closest is "
+                        "suggested); the error starts with the field."
                     ),
                     "429": busy,
                 },
@@ -211,7 +213,9 @@ def document(version: str) -> dict[str, Any]:
             "title": "rune-council",
             "version": version,
             "description": "Convene councils of independent AI voices and follow their run "
-            f"files. Run files follow voice contract {SCHEMA_VERSION}.",
+            f"files. Run files follow voice contract {SCHEMA_VERSION}. Every request must "
+            "carry a Host the server answers to (400 otherwise) and, from a browser, the "
+            "server's own Origin (403 otherwise); bodies are application/json only (415).",
         },
         "paths": paths,
         "components": {
