@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from rune_council.runtimes.content_coding import BodyDecoder, BodyUnreadable
 from tests.helpers import answer, claim
 
 Q = "Should we shard the orders table?"
@@ -267,7 +268,13 @@ def _streamed_stack(gz: bytes, _z: bytes) -> Reply:
     )
 
 
+def _error_stack(gz: bytes, _z: bytes) -> Reply:
+    # An error reply is read for its message only: the same stack on a 500.
+    return Reply(gzip.compress(gz), {"Content-Encoding": "gzip, gzip"}, status=500)
+
+
 BOMBS: dict[str, tuple[BombCase, str]] = {
+    "error-status-gzip-in-gzip": (_error_stack, "HTTP 500"),
     "gzip-in-gzip": (_stacked_gzip, "exceeded 1000000 bytes"),
     "deflate-in-deflate": (_stacked_deflate, "exceeded 1000000 bytes"),
     "gzip-twice-by-header-lines": (_gzip_header_lines, "exceeded 1000000 bytes"),
@@ -291,7 +298,7 @@ def test_a_compression_bomb_drops_the_voice_within_memory_and_time(
     for voice in voices:
         assert voice["status"] == "dropped"
         assert reason in voice["drop_reason"], voice["drop_reason"]
-        assert voice["attempts"][0]["outcome"] in ("too_large", "malformed")
+        assert voice["attempts"][0]["outcome"] in ("too_large", "malformed", "http_status")
 
 
 def test_a_brotli_reply_is_refused_not_decoded_by_whatever_is_installed(tmp_path: Path) -> None:
@@ -327,6 +334,42 @@ def test_a_bomb_in_the_model_list_leaves_the_endpoint_unseated_within_bounds(
     bounded(ran)
     assert ran.returncode == 0, ran.stderr
     assert "model discovery failed (GET /models: response exceeded 8000000 bytes" in ran.stdout
+
+
+def _raw_deflate(data: bytes) -> bytes:
+    c = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return c.compress(data) + c.flush()
+
+
+HONEST: dict[str, tuple[str, Callable[[bytes], bytes]]] = {
+    "gzip": ("gzip", gzip.compress),
+    "x-gzip": ("x-gzip", gzip.compress),
+    "gzip in two members": ("gzip", lambda d: gzip.compress(d[:999]) + gzip.compress(d[999:])),
+    "zlib deflate": ("deflate", zlib.compress),
+    "raw deflate (as some servers send it)": ("deflate", _raw_deflate),
+    "deflate then gzip": ("deflate, gzip", lambda d: gzip.compress(zlib.compress(d))),
+    "identity": ("identity", lambda d: d),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HONEST))
+@pytest.mark.parametrize("split", [1, 7, 1000, 1 << 20])
+def test_an_honest_encoded_body_decodes_the_same_however_it_is_split(case: str, split: int) -> None:
+    header, encode = HONEST[case]
+    body = completion(GOOD) * 40 + os.urandom(3000)  # compressible text and noise
+    wire = encode(body)
+    decoder = BodyDecoder([header], cap=len(body))
+    out = b"".join(decoder.feed(wire[i : i + split]) for i in range(0, len(wire), split))
+    decoder.finish()
+    assert out == body
+
+
+def test_a_compressed_body_cut_short_is_unreadable_not_half_an_answer() -> None:
+    wire = gzip.compress(completion(GOOD))
+    decoder = BodyDecoder(["gzip"], cap=1_000_000)
+    decoder.feed(wire[:-6])
+    with pytest.raises(BodyUnreadable, match="ends before its end"):
+        decoder.finish()
 
 
 # --------------------------------------------------------------------------- trust
