@@ -218,8 +218,10 @@ def incomplete_mean_spearman(
             others = [t for j, t in enumerate(tables) if j != i]
             common = [x for x in seen[i] if any(x in t for t in others)]
             if len(common) >= 2:
+                # Exact fractions: two items whose pooled means are equal must tie, and
+                # float division can split such a tie into a spurious order.
                 pooled = {
-                    x: sum(t[x] / len(t) for t in others if x in t)
+                    x: sum(Fraction(t[x]) / len(t) for t in others if x in t)
                     / sum(1 for t in others if x in t)
                     for x in common
                 }
@@ -230,7 +232,7 @@ def incomplete_mean_spearman(
     return out
 
 
-def _rerank(values: Mapping[str, float], items: Sequence[str]) -> dict[str, float]:
+def _rerank(values: Mapping[str, float | Fraction], items: Sequence[str]) -> dict[str, float]:
     """Mean ranks of ``items`` ordered by ``values`` (smaller is better)."""
     ordered = sorted(items, key=lambda x: values[x])
     out: dict[str, float] = {}
