@@ -3,8 +3,8 @@
 It is also the last net under every redaction upstream. Each state is scrubbed of the
 secrets in play (``runtimes.base.secrets_in_play``) in place before it is written, so the
 result a door prints or returns (``--json``, the markdown, an MCP result, the HTTP API),
-which is this same object, holds what the file holds. A door that shows a result it did
-not receive from a council (a run file read back) passes it through ``scrubbed`` too.
+which is this same object, holds what the file holds. ``scrubbed`` is the same net for a
+result that did not come from this process's council.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .contract import CouncilResult
 from .files import atomic_write_bytes
-from .redaction import redact_model, redactor_for
+from .redaction import Redactor, redact_model
 from .runtimes.base import secrets_in_play
 from .safetext import mask_url_credentials
 
@@ -25,10 +25,20 @@ from .safetext import mask_url_credentials
 FINAL_STATUSES = frozenset({"complete", "cancelled", "failed"})
 
 
+# One redactor for the secrets in play, replaced when they change: it remembers which
+# strings it has already checked, and that memory goes with it.
+_current: tuple[tuple[str, ...], Redactor] | None = None
+
+
 def scrubbed(result: CouncilResult) -> CouncilResult:
     """``result`` with no secret in play in any of its strings, in any form, changed in
     place (every holder of it sees the same) and returned."""
-    redact_model(result, redactor_for(secrets_in_play()))
+    global _current
+    secrets = secrets_in_play()
+    current = _current
+    if current is None or current[0] != secrets:
+        current = _current = (secrets, Redactor(secrets))
+    redact_model(result, current[1])
     return result
 
 

@@ -61,6 +61,8 @@ MIN_SECRET_LEN = 6
 # Eight characters of a random key are 40+ bits: a text that holds them by chance does not
 # occur, and a voice that prints them has printed a fifth of a typical key.
 FRAGMENT = 8
+# Characters of text a Redactor remembers the verdict on, at most.
+_MEMO_CHARS = 8_000_000
 # How many times text is unescaped in turn (a JSON string inside a JSON string is two).
 _DECODE_DEPTH = 3
 
@@ -323,12 +325,15 @@ class Redactor:
         self.secrets = tuple(sorted(values, key=lambda s: (-len(s), s)))
         self._needles = tuple(_needle(s) for s in self.secrets)
         self._keys = tuple(n for n in self._needles if n.byte_fragments)
+        # What ``strings`` has seen: a run's result is rewritten at every transition and
+        # almost all of its strings are the same as the last time.
         self._memo: dict[str, str] = {}
+        self._memo_chars = 0
 
     def __bool__(self) -> bool:
         return bool(self._needles)
 
-    def text(self, text: str) -> str:
+    def text(self, text: str, *, remember: bool = False) -> str:
         """``text`` with every secret it holds, in any form, replaced by ``[redacted]``."""
         if not self._needles or len(text) < MIN_SECRET_LEN:
             return text
@@ -336,9 +341,12 @@ class Redactor:
         if known is not None:
             return known
         out = _cut(text, self.spans(text))
-        if len(self._memo) > 1 << 16:
-            self._memo.clear()
-        self._memo[text] = out
+        if remember:
+            if self._memo_chars + len(text) > _MEMO_CHARS:
+                self._memo.clear()
+                self._memo_chars = 0
+            self._memo[text] = out
+            self._memo_chars += len(text)
         return out
 
     def spans(self, text: str) -> list[tuple[int, int]]:
@@ -357,7 +365,7 @@ class Redactor:
         """Each text redacted, and a key whose pieces run from one text into the next
         (two fields of one claim, a list of short words) cut out of each of them."""
         if not self._needles or len(texts) < 2:
-            return [self.text(t) for t in texts]
+            return [self.text(t, remember=True) for t in texts]
         joint = "".join(texts)
         cuts: list[tuple[int, int]] = []
         for needle in self._needles:
@@ -375,7 +383,7 @@ class Redactor:
                         per.setdefault(k, []).append((lo, hi))
                     k += 1
         return [
-            _cut(t, self.spans(t) + per[k]) if k in per else self.text(t)
+            _cut(t, self.spans(t) + per[k]) if k in per else self.text(t, remember=True)
             for k, t in enumerate(texts)
         ]
 
