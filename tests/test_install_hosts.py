@@ -327,7 +327,7 @@ def test_an_mcp_entry_the_user_wrote_is_not_overwritten_without_force(home: Path
     assert mcp_entry("gemini", config)["args"] == LAUNCH[1:]
 
 
-def test_a_symlink_in_the_way_is_replaced_only_with_force_and_never_written_through(
+def test_a_symlink_in_the_way_is_written_through_only_with_force_and_stays_a_link(
     home: Path, tmp_path: Path
 ) -> None:
     target = tmp_path / "elsewhere.md"
@@ -336,9 +336,10 @@ def test_a_symlink_in_the_way_is_replaced_only_with_force_and_never_written_thro
     link.parent.mkdir(parents=True)
     link.symlink_to(target)
     out = rune(home, "install", "gemini")
-    assert out.returncode == 2 and "a symlink" in out.stderr
+    assert out.returncode == 2 and f"the symlink's target {target}" in out.stderr
+    assert target.read_text() == "keep me"
     assert rune(home, "install", "gemini", "--force").returncode == 0
-    assert not link.is_symlink() and target.read_text() == "keep me"
+    assert link.is_symlink() and target.read_text() != "keep me"
 
 
 def test_codex_table_the_user_wrote_is_never_rewritten(home: Path) -> None:

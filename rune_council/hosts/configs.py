@@ -1,15 +1,19 @@
 """Adding and removing one entry in a config file the host and the user share.
 
 Only the entry rune installs is touched; every other key the user has stays as it was. JSON
-files are rewritten with two-space indents (how Claude Code and Gemini CLI write them
-themselves); TOML files are edited as text, with rune's table between two marker comments
-so that it can be found and removed again without rewriting the user's own lines.
+files are rewritten in the layout they already had (their indent, separators, escapes and
+final newline, found by writing the parsed file back each candidate way until one gives its
+exact text), so a file written the way Claude Code and Gemini CLI write theirs comes back
+byte for byte once the entry is removed again; a new file gets two-space indents. TOML files
+are edited as text, with rune's table between two marker comments so that it can be found
+and removed again without rewriting the user's own lines.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,8 +86,9 @@ def added(entry: ConfigEntry, text: str | None) -> tuple[str, list[str]]:
     (kept in the manifest so --uninstall removes them again if they end up empty)."""
     if entry.format == "json":
         doc = _json_doc(entry.path, text) if text is not None else {}
+        style = _style_of(text, doc)
         made = _set(doc, entry.keys, entry.value)
-        return _dump_json(doc), made
+        return style.dump(doc), made
     return _toml_added(entry, text or ""), []
 
 
@@ -91,8 +96,9 @@ def removed(entry: ConfigEntry, text: str, made: list[str]) -> str:
     """The file's text without the entry (and without containers rune made that are empty)."""
     if entry.format == "json":
         doc = _json_doc(entry.path, text)
+        style = _style_of(text, doc)
         _delete(doc, entry.keys, made)
-        return _dump_json(doc)
+        return style.dump(doc)
     return _toml_removed(entry, text)
 
 
@@ -111,8 +117,44 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def _dump_json(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+@dataclass(frozen=True)
+class _JsonStyle:
+    indent: str | None = "  "
+    separators: tuple[str, str] = (",", ": ")
+    ascii_only: bool = False
+    newline: str = "\n"
+    ending: str = "\n"
+
+    def dump(self, doc: dict[str, Any]) -> str:
+        out = json.dumps(
+            doc, indent=self.indent, separators=self.separators, ensure_ascii=self.ascii_only
+        )
+        # Strings are escaped, so every line break here is one of the layout's own.
+        return (out.replace("\n", self.newline) if self.newline != "\n" else out) + self.ending
+
+
+def _style_of(text: str | None, doc: dict[str, Any]) -> _JsonStyle:
+    """The layout ``text`` (which parses to ``doc``) was written in: the one that writes
+    ``doc`` back as exactly ``text`` if there is one, else its indent and ending."""
+    if text is None or not text.strip():
+        return _JsonStyle()
+    ending = text[len(text.rstrip()) :]
+    newline = "\r\n" if "\r\n" in text else "\n"
+    found = re.search(r"\n([ \t]+)\S", text)
+    indent = found.group(1) if found else ("  " if "\n" in text.strip() else None)
+    tried = [
+        _JsonStyle(step, seps, ascii_only, newline, ending)
+        for step, seps in ((indent, (",", ": ")), (None, (",", ":")), (None, (", ", ": ")))
+        for ascii_only in (False, True)
+    ]
+    for style in tried:
+        if style.dump(doc) == text:
+            return style
+    ascii_only = text.isascii() and "\\u" in text
+    if indent is not None:
+        return _JsonStyle(indent, (",", ": "), ascii_only, newline, ending)
+    separators = (", ", ": ") if ", " in text else (",", ":")
+    return _JsonStyle(None, separators, ascii_only, newline, ending)
 
 
 def _json_doc(path: Path, text: str) -> dict[str, Any]:

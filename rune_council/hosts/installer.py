@@ -3,6 +3,12 @@
 Every change is planned before anything is written: a file or config entry the user wrote
 stops the whole install (unless ``force``), so a refusal leaves everything as it was, and
 ``dry_run`` returns the plan without touching anything.
+
+A file that is a symlink (a dotfile manager's: stow, chezmoi, a dotfiles repository) is
+written through: its target is replaced in one step, from a temporary file beside the
+target, keeping the target's mode, so the link stays what the user made it; install and
+uninstall alike. A link to nothing, or to anything but a regular file, is refused with one
+line, and so is any path of a project install that resolves outside the project.
 """
 
 from __future__ import annotations
@@ -80,11 +86,35 @@ def _layout(host: str, places: Places, scope: Scope) -> Layout:
     return build(places, scope)
 
 
+def _destination(path: Path, within: Path | None) -> Path:
+    """The file a write to ``path`` replaces: ``path`` itself, or for a symlink the regular
+    file it points to. ``within`` is the project of a project install: a cloned repository
+    could link its own ``.mcp.json`` (or ``.claude/``) to a file of the user's, so nothing
+    there may resolve outside it."""
+    real = Path(os.path.realpath(path))
+    if within is not None:
+        root = Path(os.path.realpath(within))
+        if real != root and root not in real.parents:
+            raise HostInstallError(
+                f"{path} resolves to {real}, outside the project {within}; not writing there"
+            )
+    if not path.is_symlink():
+        return path
+    if not real.exists():
+        raise HostInstallError(
+            f"{path} is a symlink to {os.readlink(path)}, which does not exist; not writing "
+            "through it (point it at a file, or remove it)"
+        )
+    if not real.is_file():
+        raise HostInstallError(
+            f"{path} is a symlink to {real}, which is not a regular file; not writing through it"
+        )
+    return real
+
+
 def _current_file(path: Path) -> str | None:
-    """The text of a file rune may own (None: absent); anything but a regular file is in the
-    way and refused, even with --force."""
-    if path.is_symlink():
-        return "\0symlink"
+    """The text of a file rune may own (None: absent), read where ``_destination`` says;
+    anything but a regular file is in the way and refused, even with --force."""
     try:
         data, cut = read_capped(path, MAX_OWNED_FILE_BYTES)
     except FileNotFoundError:
@@ -106,8 +136,7 @@ def _missing_dirs(path: Path) -> list[Path]:
 
 
 def _write(path: Path, text: str, mode: int) -> None:
-    if path.is_symlink():
-        path.unlink()  # replace the link itself; never write through it
+    """Replaces ``path``, never a symlink (``_destination`` resolved it while planning)."""
     atomic_write_bytes(path, text.encode("utf-8"))
     os.chmod(path, mode)
 
@@ -136,13 +165,14 @@ def install(
     scope: Scope = "project" if project else "user"
     places = Places.from_env(env, cwd)
     layout = _layout(host, places, scope)
+    within = places.project if scope == "project" else None
     old = load(layout.manifest, host, scope)
     record = Manifest(host=host, scope=scope, dirs=list(old.dirs) if old else [])
     plan = _Plan()
     for item in layout.files:
-        _plan_file(item, old, force, plan, record)
+        _plan_file(item, old, force, plan, record, within)
     for entry in layout.configs:
-        _plan_config(entry, old, force, plan, record)
+        _plan_config(entry, old, force, plan, record, within)
     if old is not None:
         # Entries an earlier version installed that this one no longer writes stay recorded,
         # so --uninstall still removes them.
@@ -156,7 +186,8 @@ def install(
             f"not overwriting what is already there: {listed}. Nothing was changed; "
             "rerun with --force to replace it"
         )
-    current_record = _current_file(layout.manifest)
+    manifest = _destination(layout.manifest, within)
+    current_record = _current_file(manifest)
     if plan.writes or current_record != record.to_text():
         action: Action = "create" if current_record is None else "update"
         plan.changes.append(Change(action, layout.manifest, "install record"))
@@ -175,14 +206,20 @@ def install(
     for create_dirs_and_write in plan.writes:
         create_dirs_and_write()
     # Written last: it lists the directories the writes above had to create.
-    _write(layout.manifest, record.to_text(), 0o644)
+    _write(manifest, record.to_text(), 0o644)
     return outcome
 
 
 def _plan_file(
-    item: FileItem, old: Manifest | None, force: bool, plan: _Plan, record: Manifest
+    item: FileItem,
+    old: Manifest | None,
+    force: bool,
+    plan: _Plan,
+    record: Manifest,
+    within: Path | None,
 ) -> None:
-    current = _current_file(item.path)
+    target = _destination(item.path, within)
+    current = _current_file(target)
     new_sha = _sha(item.text)
     earlier = old.file(item.path) if old else None
     if current == item.text:
@@ -199,13 +236,9 @@ def _plan_file(
         if earlier is not None and earlier.sha256 == _sha(current):
             action = "update"
         else:
-            detail = (
-                "a symlink"
-                if current == "\0symlink"
-                else "changed since it was installed"
-                if earlier is not None
-                else "a file rune did not write"
-            )
+            detail = "changed since it was installed" if earlier else "a file rune did not write"
+            if target != item.path:
+                detail += f" (the symlink's target {target})"
             conflict = Change("overwrite", item.path, item.what, detail)
             plan.conflicts.append(conflict)
             action = "overwrite"
@@ -216,15 +249,21 @@ def _plan_file(
             directory.mkdir(exist_ok=True)
             if str(directory) not in record.dirs:
                 record.dirs.append(str(directory))
-        _write(item.path, item.text, 0o644)
+        _write(target, item.text, _mode_of(target, 0o644))
 
     plan.writes.append(write)
 
 
 def _plan_config(
-    entry: ConfigEntry, old: Manifest | None, force: bool, plan: _Plan, record: Manifest
+    entry: ConfigEntry,
+    old: Manifest | None,
+    force: bool,
+    plan: _Plan,
+    record: Manifest,
+    within: Path | None,
 ) -> None:
-    text = read_text(entry.path)
+    target = _destination(entry.path, within)
+    text = read_text(target)
     found: Found = find(entry, text)
     want = entry_digest(entry)
     earlier = old.config(entry.path, entry.keys) if old else None
@@ -255,14 +294,14 @@ def _plan_config(
     new_text, new_made = added(entry, text)  # raises here, before anything is written
     rec.made = made + [m for m in new_made if m not in made]
     plan.changes.append(Change(action, entry.path, what))
-    mode = _mode_of(entry.path, 0o600)
+    mode = _mode_of(target, 0o600)
 
     def write() -> None:
         for directory in reversed(_missing_dirs(entry.path)):
             directory.mkdir(exist_ok=True)
             if str(directory) not in record.dirs:
                 record.dirs.append(str(directory))
-        _write(entry.path, new_text, mode)
+        _write(target, new_text, mode)
 
     plan.writes.append(write)
 
@@ -279,6 +318,7 @@ def uninstall(
     scope: Scope = "project" if project else "user"
     places = Places.from_env(env, cwd)
     layout = _layout(host, places, scope)
+    within = places.project if scope == "project" else None
     old = load(layout.manifest, host, scope)
     notes: tuple[str, ...] = ()
     if old is None:
@@ -291,9 +331,15 @@ def uninstall(
     for rec in old.files:
         path = Path(rec.path)
         what = whats.get(rec.path, "file")
-        current = _current_file(path)
+        current = _current_file(_destination(path, within))
         if current is None:
             changes.append(Change("gone", path, what))
+        elif path.is_symlink():
+            # Removing the link would undo the user's own setup, removing its target would
+            # reach into their dotfiles: both stay, and so does the record.
+            detail = f"a symlink to {os.path.realpath(path)}; remove it by hand if unwanted"
+            changes.append(Change("keep", path, what, detail))
+            kept.files.append(rec)
         elif force or _sha(current) == rec.sha256:
             changes.append(Change("remove", path, what))
             writes.append(path.unlink)
@@ -301,13 +347,14 @@ def uninstall(
             changes.append(Change("keep", path, what, "changed since it was installed"))
             kept.files.append(rec)
     for crec in old.configs:
-        _plan_removal(crec, force, changes, writes, kept, layout)
+        _plan_removal(crec, force, changes, writes, kept, layout, within)
     if kept.is_empty():
         writes.append(lambda: layout.manifest.unlink(missing_ok=True))
         writes.append(lambda: _remove_if_empty(layout.manifest.parent))
     else:
         kept_text = kept.to_text()
-        writes.append(lambda: _write(layout.manifest, kept_text, 0o644))
+        manifest = _destination(layout.manifest, within)
+        writes.append(lambda: _write(manifest, kept_text, 0o644))
     outcome = Outcome(
         host, scope, True, dry_run, tuple(changes), layout.usage, layout.manifest, notes
     )
@@ -328,8 +375,10 @@ def _plan_removal(
     writes: list[Callable[[], None]],
     kept: Manifest,
     layout: Layout,
+    within: Path | None,
 ) -> None:
     path = Path(crec.path)
+    target = _destination(path, within)
     keys = tuple(crec.keys)
     entry = next((c for c in layout.configs if c.path == path and c.keys == keys), None)
     if entry is None:
@@ -337,7 +386,7 @@ def _plan_removal(
         fmt: ConfigFormat = "toml" if crec.format == "toml" else "json"
         entry = ConfigEntry(path, fmt, keys, {}, "config entry")
     what = f"{entry.what} ({entry.dotted})"
-    text = read_text(path)
+    text = read_text(target)
     found = find(entry, text)
     if text is None or found.digest is None:
         changes.append(Change("gone", path, what))
@@ -350,8 +399,8 @@ def _plan_removal(
         return
     new_text = removed(entry, text, crec.made)
     changes.append(Change("remove", path, what))
-    if crec.created_file and is_empty(entry, new_text):
+    if crec.created_file and is_empty(entry, new_text) and target == path:
         writes.append(path.unlink)
     else:
-        mode = _mode_of(path, 0o600)
-        writes.append(lambda: _write(path, new_text, mode))
+        mode = _mode_of(target, 0o600)
+        writes.append(lambda: _write(target, new_text, mode))
