@@ -291,7 +291,7 @@ def _needle(value: str) -> _Needle:
         public = prefix.end() if prefix else 0
         for i in range(len(value) - FRAGMENT + 1):
             piece = value[i : i + FRAGMENT]
-            if i + FRAGMENT > public and len(set(piece)) >= 4:
+            if i + FRAGMENT > public and _random_looking(piece):
                 fragments.add(piece)
     joiners = "".join(sorted(_JOINERS - set(value)))
     return _Needle(
@@ -305,6 +305,15 @@ def _needle(value: str) -> _Needle:
         drop_joiners=dict.fromkeys(map(ord, joiners)),
         joiners=re.compile("[" + re.escape(joiners) + "]+"),
     )
+
+
+def _random_looking(piece: str) -> bool:
+    """Whether a piece of a key could stand for it: mixed lower case, upper case and
+    digits, as random characters are; a run of digits or a word ("12345678", "planted")
+    turns up in ordinary text and proves nothing."""
+    classes = (str.islower, str.isupper, str.isdigit)
+    mixed = sum(any(test(c) for c in piece) for test in classes)
+    return mixed >= 2 and len(set(piece)) >= 5
 
 
 def _occurrences(text: str, needle: str) -> Iterable[tuple[int, int]]:

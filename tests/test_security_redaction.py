@@ -347,3 +347,31 @@ def test_a_parsed_answer_is_scrubbed_field_by_field_and_stays_loadable() -> None
     assert Voice.model_validate_json(voice.model_dump_json()) == voice
     request = PerspectiveRequest(id="t", question=Q)
     assert not redact_model(request, Redactor([ANTHROPIC]))
+
+
+def test_the_recorder_nets_what_no_runtime_scrubbed(tmp_path: Path) -> None:
+    """A voice the council calls in-process (a library runtime, a chairman callable)
+    passes through no runtime's redaction: the recorder's net catches the key in its raw
+    text and in every parsed field, the result the caller gets back is the one written,
+    and verify still reproduces it from the recorded raw answers."""
+    from rune_council import CouncilOptions, convene
+    from rune_council.runs import load
+    from rune_council.runtimes.base import remember_secrets
+    from rune_council.testing import ScriptedRuntime
+    from rune_council.verify import verify
+
+    remember_secrets([ANTHROPIC])  # as a runtime of this process does when it scrubs
+    voices = [
+        ScriptedRuntime(leaky_answer(ANTHROPIC), name="lib-a", family="anthropic"),
+        ScriptedRuntime(leaky_answer(ANTHROPIC), name="lib-b", family="openai"),
+    ]
+    options = CouncilOptions(runtimes=voices, rune_dir=tmp_path / ".rune")
+    result = convene({"id": "net", "question": Q, "n": 2}, options)
+    assert result.voices_valid == 2, result.notes
+    returned = result.model_dump_json()
+    on_disk = (tmp_path / ".rune" / "council" / "run-net.json").read_text()
+    assert not exposures(returned, ANTHROPIC) and not exposures(on_disk, ANTHROPIC)
+    for voice in result.voices:
+        assert all("[redacted]" in c.text for c in voice.claims)
+        assert voice.raw is not None and "[redacted]" in voice.raw.text
+    assert verify(load(tmp_path / ".rune" / "council" / "run-net.json")).reproduced
