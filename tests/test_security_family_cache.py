@@ -12,6 +12,7 @@ names), and every council is a real ``rune council`` process.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -129,9 +130,11 @@ def test_an_opencode_pointed_at_another_model_is_never_counted_in_its_old_family
 ) -> None:
     install_fake(tmp_path / "bin", "claude", answer=answer(Q, "NO", [ROLLBACK]))
     install_fake(tmp_path / "bin", "opencode", answer=answer(Q, "NO", [ROLLBACK]))
-    env = env_for(tmp_path, TEAM_MODEL=OPENAI)
+    secret = "sk-ant-api03-" + "k" * 40
+    env = env_for(tmp_path, TEAM_MODEL=OPENAI, ANTHROPIC_API_KEY=secret)
     model = "{env:TEAM_MODEL}" if change is _referenced_variable else OPENAI
-    write_json(opencode_config(tmp_path), {"model": model})
+    key = {"anthropic": {"options": {"apiKey": "{env:ANTHROPIC_API_KEY}"}}}
+    write_json(opencode_config(tmp_path), {"model": model, "provider": key})
     first = detected(tmp_path, env)
     assert first["opencode"]["model_family"] == "openai"
 
@@ -146,6 +149,12 @@ def test_an_opencode_pointed_at_another_model_is_never_counted_in_its_old_family
     assert reported["opencode"]["model_family"] == "anthropic"
     # The next council reads the entry as cached again: the new label holds.
     assert detected(tmp_path, env)["opencode"]["model_family"] == "anthropic"
+    # What the label was read from is watched without keeping any trace of the key.
+    cache = (tmp_path / ".rune" / "runtimes.json").read_text("utf-8")
+    if change is _referenced_variable:
+        assert '"TEAM_MODEL"' in cache  # the variable the model names is watched
+    assert hashlib.sha256(secret.encode()).hexdigest() not in cache
+    assert secret not in cache
 
 
 def test_an_aider_model_set_in_its_env_file_or_variable_is_read_again(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..contract import AuthState, AuthVar, WatchedFile
 from ..safefile import read_capped
+from .base import secret_values
 from .process import run_process
 
 # A status command is local bookkeeping; one that takes longer is not answering offline.
@@ -176,10 +177,12 @@ def watched_files(paths: Sequence[str], *, content: bool = False) -> list[Watche
 
 
 def watched_var(name: str, env: Mapping[str, str], *, value: bool = False) -> AuthVar:
-    """Whether ``name`` is set, and with ``value`` a digest of what it is set to."""
+    """Whether ``name`` is set, and with ``value`` a digest of what it is set to; never of a
+    credential's value (a name the redaction rule counts as secret), even digested."""
     found = env.get(name, "")
     is_set = bool(found.strip())
-    return AuthVar(name=name, set=is_set, sha256=_sha(found.encode()) if value and is_set else None)
+    keep = value and is_set and not secret_values({name: found})
+    return AuthVar(name=name, set=is_set, sha256=_sha(found.encode()) if keep else None)
 
 
 def watched_vars(

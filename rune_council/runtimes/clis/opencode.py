@@ -96,10 +96,13 @@ def config_env_names(env: Mapping[str, str]) -> list[str]:
 
 
 def _model(text: str, env: Mapping[str, str]) -> object:
-    # opencode puts each variable's value in place of ``{env:NAME}`` before it parses.
-    filled = _ENV_REFERENCE.sub(lambda m: env.get(m.group(1), ""), text)
-    doc = loads_jsonc(filled)
-    return doc.get("model") if isinstance(doc, dict) else None
+    doc = loads_jsonc(text)
+    model = doc.get("model") if isinstance(doc, dict) else None
+    if not isinstance(model, str):
+        return model
+    # opencode puts each variable's value in place of ``{env:NAME}`` before it parses; only
+    # the model's own are read here (an ``apiKey`` may name a credential the same way).
+    return _ENV_REFERENCE.sub(lambda m: env.get(m.group(1), ""), model)
 
 
 def backend(looked: Looked) -> BackendReading | None:
