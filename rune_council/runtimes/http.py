@@ -159,6 +159,18 @@ async def _decoded_chunks(
     never past ``cap`` in any layer (see ``content_coding``), instead of by httpx's
     unbounded decoders."""
     try:
+        # A reply built in this process (a transport a caller injected, such as httpx's
+        # MockTransport) arrives already read and decoded: there are no raw bytes left.
+        body = response.content
+    except httpx.ResponseNotRead:
+        pass
+    else:
+        if len(body) > cap:
+            raise _TooLarge(f"{what} exceeded {cap} bytes")
+        if body:
+            yield body
+        return
+    try:
         decoder = BodyDecoder(response.headers.get_list("content-encoding"), cap, what)
         async for raw in response.aiter_raw():
             data = decoder.feed(raw)
