@@ -444,11 +444,12 @@ def _check_summoned(recorded: CouncilResult, outcome: Verification) -> None:
 
 
 # --------------------------------------------------------------------------- deliberation
-# Beyond each method's recount: the round decisions come from ``rounds.decide``;
-# deterministic text (the merge when no orchestrator answered, the arithmetic verdict or
-# risk register when no chairman did) is written again by the function that wrote it;
-# model-written text is compared with the digest ``metadata.seal`` took when it was filed;
-# uncertainty markers are read again from the verdict text.
+# Beyond each method's recount: the round decisions come from ``rounds.decide`` and the
+# run's flags from ``rounds.raised``, as the runner took them; deterministic text (the merge
+# when no orchestrator answered, the arithmetic verdict or risk register when no chairman
+# did) is written again by the function that wrote it; model-written text is compared with
+# the digest ``metadata.seal`` took when it was filed; uncertainty markers are read again
+# from the verdict text.
 
 
 def _dump(value: Any) -> Any:
@@ -467,7 +468,7 @@ def _check_rounds(d: Deliberation, options: DeliberationOptions, outcome: Verifi
 
     method = METHODS.get(d.method) if d.method else None
     previous: float | None = None
-    halted = converged_early = divergence = False
+    flags = rounds.Flags()
     for i, record in enumerate(d.rounds):
         where = f"deliberation.rounds[{i}]"
         if method is not None and (record.rank is not None or record.vote is not None):
@@ -483,18 +484,17 @@ def _check_rounds(d: Deliberation, options: DeliberationOptions, outcome: Verifi
         )
         _compare(outcome, f"{where}.delta", record.delta, decision.delta)
         _compare(outcome, f"{where}.diverged", record.diverged, decision.diverged)
-        halted = halted or decision.halt
-        divergence = divergence or (
-            decision.diverged and options.rounds.on_divergence != "continue"
-        )
-        converged_early = converged_early or (
-            decision.converged and record.round < options.rounds.max_rounds
-        )
+        flags |= rounds.raised(options.rounds, record.round, decision)
         previous = record.consensus_score
     if d.rounds:
-        _compare(outcome, "deliberation.halted", d.halted, halted)
-        _compare(outcome, "deliberation.divergence_detected", d.divergence_detected, divergence)
-        _compare(outcome, "deliberation.converged_early", d.converged_early, converged_early)
+        _compare(outcome, "deliberation.halted", d.halted, flags.halted)
+        _compare(
+            outcome,
+            "deliberation.divergence_detected",
+            d.divergence_detected,
+            flags.divergence_detected,
+        )
+        _compare(outcome, "deliberation.converged_early", d.converged_early, flags.converged_early)
 
 
 def _check_texts(d: Deliberation, fresh: CouncilResult, outcome: Verification) -> None:

@@ -48,6 +48,36 @@ def decide(
     return Decision(False, False, diverged, False, delta, "another round")
 
 
+@dataclass(frozen=True)
+class Flags:
+    """What the rounds say about the whole deliberation; a flag a round raises stays up."""
+
+    halted: bool = False
+    divergence_detected: bool = False
+    converged_early: bool = False
+
+    def __or__(self, other: Flags) -> Flags:
+        return Flags(
+            self.halted or other.halted,
+            self.divergence_detected or other.divergence_detected,
+            self.converged_early or other.converged_early,
+        )
+
+
+def raised(options: RoundsOptions, round_no: int, decision: Decision) -> Flags:
+    """The run-level flags one round's decision raises: the runner sets them as the rounds
+    run and ``verify`` folds them again over the recorded rounds, so both read one rule.
+
+    A divergence is reported unless the policy is ``continue``; convergence is early only
+    with rounds left to run.
+    """
+    return Flags(
+        halted=decision.halt,
+        divergence_detected=decision.diverged and options.on_divergence != "continue",
+        converged_early=decision.converged and round_no < options.max_rounds,
+    )
+
+
 def round_prompts(
     prompts: dict[str, SlotPrompts],
     prefix: str,

@@ -266,15 +266,17 @@ class _Rounds:
                 rank=self.d.rank if opts.rounds.max_rounds > 1 else None,
             )
             self.d.rounds.append(record)
-            if decision.diverged and opts.rounds.on_divergence != "continue":
+            flags = rounds.raised(opts.rounds, round_no, decision)
+            if flags.divergence_detected:
                 self.d.divergence_detected = True
                 self.d.notes.append(
-                    f"round {round_no}: consensus fell by {-(decision.delta or 0):g} (> 0.05)"
+                    f"round {round_no}: consensus fell by {-(decision.delta or 0):g} "
+                    f"(> {rounds.DIVERGENCE_DROP:g})"
                 )
-            if decision.halt:
+            if flags.halted:
                 self.d.halted = True
                 settle_decision(self.result)
-            if decision.converged and round_no < opts.rounds.max_rounds:
+            if flags.converged_early:
                 self.d.converged_early = True
             if synthesis is not None and not synthesis.closed:
                 self.d.notes.append(
