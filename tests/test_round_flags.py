@@ -17,7 +17,8 @@ import pytest
 from rune_council import CouncilOptions, FunctionRuntime, convene
 from rune_council.contract import CouncilResult
 from rune_council.verify import verify
-from tests.test_deliberation import OFFLINE, UNDO, member, request, scripted, three
+from tests.helpers import UNDO
+from tests.test_deliberation import OFFLINE, member, request, scripted, three
 
 FLAGS = ("halted", "divergence_detected", "converged_early")
 DIVERGING = {"max_rounds": 3, "convergence_threshold": 1.0}

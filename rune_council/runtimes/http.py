@@ -42,7 +42,7 @@ from ..contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
 from ..errors import EndpointCallError
 from ..runtime import Answerer, ReplyCheck, RuntimeReply
 from ..safetext import one_line
-from .base import redact
+from .base import redact, remember_secrets
 from .content_coding import ACCEPT_ENCODING, BodyDecoder, BodyTooLarge, BodyUnreadable
 from .limits import Backoff
 
@@ -299,6 +299,9 @@ class EndpointClient:
         # Shared by every council of a batch (``runtimes.limits``), else this client's own.
         self.backoff = backoff if backoff is not None else Backoff()
         self._key = key
+        if key is not None:
+            # Known as in play before the first call, so every output net can mask it.
+            remember_secrets([key.reveal()])
         self._transport = transport
         self._http: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -516,7 +519,8 @@ class EndpointClient:
             raise EndpointCallError(
                 "GET /models: the answer is not an OpenAI-style model list", kind="malformed"
             ) from None
-        return ids
+        # An id that carries the key (in any disguise) would go to the cache and the screen.
+        return [i for i in ids if self.scrub(i) == i]
 
 
 def _retry_after(response: httpx.Response) -> float | None:
