@@ -28,7 +28,7 @@ from .contract import (
     Validity,
     Voice,
 )
-from .deliberation import rank, redteam, rounds
+from .deliberation import rank, redteam, rounds, vote
 from .deliberation.consolidate import deterministic_merge
 from .deliberation.metadata import digest_of, settle_decision, verdict_metadata
 from .deliberation.method import Recount, Replay, Replays, Results
@@ -498,8 +498,6 @@ def _check_rounds(d: Deliberation, options: DeliberationOptions, outcome: Verifi
 
 
 def _check_texts(d: Deliberation, fresh: CouncilResult, outcome: Verification) -> None:
-    from .deliberation.methods.vote import _verdict as vote_verdict
-
     for name, section in (
         ("synthesis", d.synthesis),
         ("risk_register", d.risk_register),
@@ -549,7 +547,7 @@ def _check_texts(d: Deliberation, fresh: CouncilResult, outcome: Verification) -
     if d.council_type == "red_team" and register is not None:
         text = redteam.register_as_context(register, fresh.id)
     elif d.method == "vote" and d.vote is not None:
-        text = vote_verdict(d.vote)
+        text = vote.arithmetic_verdict(d.vote)
     elif d.method == "rank" and d.rank is not None:
         text = rank.arithmetic_verdict(d.rank.proposals, d.rank.tally, disagreements)
     if text is None:

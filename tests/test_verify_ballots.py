@@ -24,9 +24,8 @@ from rune_council import CouncilOptions, convene
 from rune_council.contract import SCHEMA_VERSION, ConsolidatedItem, CouncilResult, VoteResult
 from rune_council.deliberation import rank as rank_mod
 from rune_council.deliberation.metadata import verdict_metadata
-from rune_council.deliberation.methods.vote import _verdict as vote_verdict
 from rune_council.deliberation.tally import tally_text
-from rune_council.deliberation.vote import approval_concordance
+from rune_council.deliberation.vote import approval_concordance, arithmetic_verdict
 from rune_council.runtimes.subagent import CommandRuntime
 from tests.helpers import PLAN, QUESTION, ROLLBACK, SHARDS, UNDO, answer, council_result_schema
 
@@ -266,7 +265,7 @@ def _rederive_verdict(doc: dict[str, Any]) -> None:
     d = result.deliberation
     assert d is not None and d.synthesis is not None
     if d.vote is not None:
-        text = vote_verdict(d.vote)
+        text = arithmetic_verdict(d.vote)
     else:
         assert d.rank is not None
         disagreements = [x for x in result.agreement.dissent if x.label == "disagreement"]

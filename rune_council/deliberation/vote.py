@@ -179,3 +179,28 @@ def recount(recorded: VoteResult) -> VoteResult:
         for i in recorded.items
     ]
     return count_votes(items, choices, recorded.threshold)
+
+
+def arithmetic_verdict(result: VoteResult) -> str:
+    """The verdict the count alone supports, for when no chairman answered; ``verify`` writes
+    it again from the recorded count."""
+    lines = [
+        f"Vote of {result.denominator} counted ballot(s); an item needed "
+        f"{result.items[0].required if result.items else 0} yes vote(s) "
+        f"(threshold {result.threshold:g} of the ballots counted)."
+    ]
+    for i in result.items:
+        lines.append(
+            f"{i.number}. {i.outcome.upper()} ({len(i.yes)} yes, {len(i.no)} no, "
+            f"{len(i.abstain)} abstain): {i.text}"
+        )
+    split = [i for i in result.items if i.yes and i.no]
+    for i in split:
+        lines.append(
+            f"\n[UNCERTAIN] Item {i.number} split the council: yes {', '.join(i.yes)}; "
+            f"no {', '.join(i.no)}."
+        )
+    if result.absent:
+        # A blank line first: an [UNCERTAIN] marker runs to the end of its paragraph.
+        lines.append("\nAbsent: " + ", ".join(f"{a.voice_id} ({a.reason})" for a in result.absent))
+    return "\n".join(lines)

@@ -17,9 +17,9 @@ from rune_council.contract import (
 )
 from rune_council.deliberation.consolidate import deterministic_merge
 from rune_council.deliberation.metadata import verdict_metadata
-from rune_council.deliberation.methods.vote import _verdict as _vote_verdict
 from rune_council.deliberation.rank import uncertainty_markers
 from rune_council.deliberation.tally import tally_text
+from rune_council.deliberation.vote import arithmetic_verdict
 from rune_council.stages.arbitrate import arbitrate
 from rune_council.stages.normalize import normalize
 from rune_council.stages.verdict import reach_verdict
@@ -93,7 +93,7 @@ def test_last_uncertain_marker_does_not_swallow_the_absent_line() -> None:
             ItemTally(number=1, text="Ship it", yes=["v1"], no=["v2"], required=2, outcome="failed")
         ],
     )
-    text = _vote_verdict(vote)
+    text = arithmetic_verdict(vote)
     [marker] = uncertainty_markers(text)
     # Before: "Item 1 split the council: yes v1; no v2. Absent: v3 (timeout)"
     assert "Absent" not in marker.text

@@ -1,7 +1,8 @@
 """The vote method: the chairman merges the answers into numbered items; every member votes.
 
 The count is :func:`..vote.count_votes` (absence-aware threshold); the verdict is written
-by the chairman from the items that passed, or from the count itself when it cannot.
+by the chairman from the items that passed, or from the count itself when it cannot
+(:func:`..vote.arithmetic_verdict`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class Vote:
             f"{len(result.absent)} absent",
         )
         synthesis = await round.chair.synthesise(
-            _chair_prompt(round.request.question, result), _verdict(result)
+            _chair_prompt(round.request.question, result), vote.arithmetic_verdict(result)
         )
         return Outcome(synthesis=synthesis, consolidation=merged, vote=result)
 
@@ -176,30 +177,6 @@ def _chair_prompt(question: str, result: VoteResult) -> str:
         "items that passed. Where members split, start that paragraph with [UNCERTAIN]. "
         'Finish with one line: SYNTH open=["<open question>"] (empty if none).\n'
     )
-
-
-def _verdict(result: VoteResult) -> str:
-    """The verdict the count alone supports, for when no chairman answered."""
-    lines = [
-        f"Vote of {result.denominator} counted ballot(s); an item needed "
-        f"{result.items[0].required if result.items else 0} yes vote(s) "
-        f"(threshold {result.threshold:g} of the ballots counted)."
-    ]
-    for i in result.items:
-        lines.append(
-            f"{i.number}. {i.outcome.upper()} ({len(i.yes)} yes, {len(i.no)} no, "
-            f"{len(i.abstain)} abstain): {i.text}"
-        )
-    split = [i for i in result.items if i.yes and i.no]
-    for i in split:
-        lines.append(
-            f"\n[UNCERTAIN] Item {i.number} split the council: yes {', '.join(i.yes)}; "
-            f"no {', '.join(i.no)}."
-        )
-    if result.absent:
-        # A blank line first: an [UNCERTAIN] marker runs to the end of its paragraph.
-        lines.append("\nAbsent: " + ", ".join(f"{a.voice_id} ({a.reason})" for a in result.absent))
-    return "\n".join(lines)
 
 
 METHOD = Vote()
