@@ -86,11 +86,48 @@ def _complete(voice: Voice, reply: RuntimeReply) -> None:
     voice.status = "complete"
 
 
-def _drop(voice: Voice, reason: str) -> None:
+def _drop(voice: Voice, reason: str, on_change: OnChange) -> Voice:
     voice.status = "dropped"
     voice.dropped_by = DISPATCH
     voice.drop_reason = reason
     voice.latency_ms = sum(a.latency_ms or 0 for a in voice.attempts) or None
+    on_change(voice, reason)
+    return voice
+
+
+async def _turn(
+    voice: Voice,
+    runtime: Runtime,
+    prompt: str,
+    budget: Budget,
+    on_change: OnChange,
+    *,
+    dispatched: str,
+    answered: Callable[[], str],
+) -> str | None:
+    """One runtime's go at a slot: running, asked, every attempt kept.
+
+    An answer completes the slot (announced with ``answered()``, read once the slot holds
+    who answered) and gives None; otherwise what went wrong, for the caller to seat the
+    slot again or drop it.
+    """
+    voice.status = "running"
+    on_change(voice, dispatched)
+    # A slot wants a voice answer; a runtime with other models to try uses the check.
+    reply = await ask_within(runtime, prompt, budget, check=answer_problem)
+    voice.attempts.extend(_attempts(runtime, reply))
+    if reply.outcome != "ok":
+        return f"{runtime.name}: {reply.outcome}: {one_line(reply.detail)}"
+    _adopt(voice, reply.answered_by)
+    _complete(voice, reply)
+    on_change(voice, answered())
+    return None
+
+
+def _answered_after_failures(voice: Voice) -> str:
+    tried = [a.runtime for a in voice.attempts[:-1]]
+    after = f" after {', '.join(dict.fromkeys(tried))} failed" if tried else ""
+    return f"{voice.runtime} answered{after}"
 
 
 class Seats:
@@ -156,10 +193,6 @@ async def run_slot(
     on_change: OnChange,
     seats: Seats | None = None,
 ) -> Voice:
-    async def ask(runtime: Runtime, prompt: str) -> RuntimeReply:
-        # A slot wants a voice answer; a runtime with other models to try uses the check.
-        return await ask_within(runtime, prompt, budget, check=answer_problem)
-
     failure = "no runtime could take this slot"
     failures: list[str] = []
     runtime = primary
@@ -167,18 +200,18 @@ async def run_slot(
         if runtime is not primary:
             _seat(voice, runtime)
             on_change(voice, f"{failure}: the slot goes to {runtime.name}")
-        voice.status = "running"
-        on_change(voice, f"dispatched to {runtime.name}")
-        reply = await ask(runtime, prompts.primary)
-        voice.attempts.extend(_attempts(runtime, reply))
-        if reply.outcome == "ok":
-            _adopt(voice, reply.answered_by)
-            _complete(voice, reply)
-            tried = [a.runtime for a in voice.attempts[:-1]]
-            after = f" after {', '.join(dict.fromkeys(tried))} failed" if tried else ""
-            on_change(voice, f"{voice.runtime} answered{after}")
+        failed = await _turn(
+            voice,
+            runtime,
+            prompts.primary,
+            budget,
+            on_change,
+            dispatched=f"dispatched to {runtime.name}",
+            answered=lambda: _answered_after_failures(voice),
+        )
+        if failed is None:
             return voice
-        failure = f"{runtime.name}: {reply.outcome}: {one_line(reply.detail)}"
+        failure = failed
         failures.append(failure)
         if seats is None or not getattr(runtime, "reseats", True):
             break  # an endpoint configured without failover keeps its failures
@@ -189,25 +222,19 @@ async def run_slot(
     if failures:
         failure = "; ".join(failures)
     if primary is not None and primary is subagent:
-        voice.status = "running"
-        on_change(voice, f"dispatched to {primary.name}")
-        reply = await ask(primary, prompts.primary)
-        voice.attempts.extend(_attempts(primary, reply))
-        if reply.outcome == "ok":
-            _adopt(voice, reply.answered_by)
-            _complete(voice, reply)
-            on_change(voice, f"{voice.runtime} answered")
-            return voice
-        failure = f"{primary.name}: {reply.outcome}: {one_line(reply.detail)}"
-        _drop(voice, failure)
-        on_change(voice, failure)
-        return voice
+        failed = await _turn(
+            voice,
+            primary,
+            prompts.primary,
+            budget,
+            on_change,
+            dispatched=f"dispatched to {primary.name}",
+            answered=lambda: f"{voice.runtime} answered",
+        )
+        return voice if failed is None else _drop(voice, failed, on_change)
 
     if subagent is None:
-        reason = f"{failure}; no subagent configured to take the slot over"
-        _drop(voice, reason)
-        on_change(voice, reason)
-        return voice
+        return _drop(voice, f"{failure}; no subagent configured to take the slot over", on_change)
 
     if primary is not None:
         voice.is_fallback = True
@@ -217,19 +244,16 @@ async def run_slot(
     voice.model_family = subagent.model_family
     voice.family_confidence = subagent.family_confidence
     voice.persona = prompts.fallback_persona
-    voice.status = "running"
-    on_change(voice, f"fallback to subagent {subagent.name} after {failure}")
-    reply = await ask(subagent, prompts.fallback)
-    voice.attempts.extend(_attempts(subagent, reply))
-    if reply.outcome == "ok":
-        _adopt(voice, reply.answered_by)
-        _complete(voice, reply)
-        on_change(voice, f"subagent {subagent.name} answered")
-    else:
-        reason = f"{failure}; subagent {subagent.name}: {reply.outcome}: {one_line(reply.detail)}"
-        _drop(voice, reason)
-        on_change(voice, reason)
-    return voice
+    failed = await _turn(
+        voice,
+        subagent,
+        prompts.fallback,
+        budget,
+        on_change,
+        dispatched=f"fallback to subagent {subagent.name} after {failure}",
+        answered=lambda: f"subagent {subagent.name} answered",
+    )
+    return voice if failed is None else _drop(voice, f"{failure}; subagent {failed}", on_change)
 
 
 async def dispatch(
@@ -307,8 +331,7 @@ def _record_late(voice: Voice, deadline_s: float, elapsed_s: float, on_change: O
             model=voice.model,
         )
     )
-    _drop(voice, reason)
-    on_change(voice, reason)
+    _drop(voice, reason, on_change)
 
 
 def late_voice_ids(voices: list[Voice]) -> list[str]:
