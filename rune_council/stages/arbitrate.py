@@ -18,6 +18,7 @@ from ..contract import (
     ConsensusClaim,
     Decorrelation,
     DissentEntry,
+    DissentLabel,
     Severity,
     SlotCheck,
     SlotOutcome,
@@ -125,6 +126,27 @@ def _perturbation_check(valid: list[Voice], allocated: list[Voice]) -> SlotCheck
     )
 
 
+def _cluster_dissent(
+    cluster: ClaimCluster,
+    label: DissentLabel,
+    claim: str,
+    detail: str,
+    severity: Severity | None = None,
+    members: list[ClaimWording] | None = None,
+) -> DissentEntry:
+    """A cluster kept as dissent: its voices, families and claims, under ``label``."""
+    return DissentEntry(
+        claim=claim,
+        label=label,
+        voice_ids=cluster.voice_ids,
+        families=cluster.families,
+        claim_ids=cluster.claim_ids,
+        severity=severity,
+        detail=detail,
+        members=members or [],
+    )
+
+
 def _inversion_misses(
     check: SlotCheck,
     voices: list[Voice],
@@ -145,13 +167,11 @@ def _inversion_misses(
         if len(standard) < 2 or cluster.conflicting or check.voice_id in cluster.voice_ids:
             continue
         missed.append(
-            DissentEntry(
-                claim=claims[cluster.claim_ids[0]].text,
-                label="framing-sensitive",
-                voice_ids=cluster.voice_ids,
-                families=cluster.families,
-                claim_ids=cluster.claim_ids,
-                detail=f"agreed by {', '.join(standard)} under the plain framing; the inverted "
+            _cluster_dissent(
+                cluster,
+                "framing-sensitive",
+                claims[cluster.claim_ids[0]].text,
+                f"agreed by {', '.join(standard)} under the plain framing; the inverted "
                 f"framing ({check.voice_id}) did not reach it",
             )
         )
@@ -236,28 +256,20 @@ def arbitrate(
         )
         if len(cluster.voice_ids) < 2:
             dissent.append(
-                DissentEntry(
-                    claim=text,
-                    label="single-voice",
-                    voice_ids=cluster.voice_ids,
-                    families=cluster.families,
-                    claim_ids=cluster.claim_ids,
-                    severity=severity,
-                    detail="only one voice made this claim",
+                _cluster_dissent(
+                    cluster, "single-voice", text, "only one voice made this claim", severity
                 )
             )
             continue
         if cluster.conflicting:
             dissent.append(
-                DissentEntry(
-                    claim=" | ".join(f"{c.voice_id}: {c.text}" for c in members),
-                    label="disagreement",
-                    voice_ids=cluster.voice_ids,
-                    families=cluster.families,
-                    claim_ids=cluster.claim_ids,
-                    severity=severity,
-                    detail="voices matched on the same place but say opposite things",
-                    members=wordings,
+                _cluster_dissent(
+                    cluster,
+                    "disagreement",
+                    " | ".join(f"{c.voice_id}: {c.text}" for c in members),
+                    "voices matched on the same place but say opposite things",
+                    severity,
+                    wordings,
                 )
             )
             continue
@@ -277,15 +289,13 @@ def arbitrate(
             )
         else:
             dissent.append(
-                DissentEntry(
-                    claim=text,
-                    label="unverified",
-                    voice_ids=cluster.voice_ids,
-                    families=cluster.families,
-                    claim_ids=cluster.claim_ids,
-                    severity=severity,
-                    detail="unverified agreement: " + "; ".join(shortfalls),
-                    members=wordings,
+                _cluster_dissent(
+                    cluster,
+                    "unverified",
+                    text,
+                    "unverified agreement: " + "; ".join(shortfalls),
+                    severity,
+                    wordings,
                 )
             )
 
