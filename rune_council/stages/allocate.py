@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..contract import (
-    MAX_VOICES,
     FamilyConfidence,
     PerspectiveRequest,
     SlotRole,
@@ -18,6 +17,7 @@ from ..contract import (
     VoiceSource,
 )
 from ..prompts import compose_prompt
+from .capacity import capped_voices
 
 # Subagents share one model, so each is pinned to one stance; it does not decorrelate, but
 # it keeps them from writing the same essay three times.
@@ -111,11 +111,8 @@ def allocate(
     subagent: Candidate | None,
     artifact_text: str | None,
 ) -> Allocation:
-    notes: list[str] = []
-    n = request.n
-    if n > MAX_VOICES:
-        notes.append(f"n={n} requested; capped at {MAX_VOICES} voices")
-        n = MAX_VOICES
+    n, capped = capped_voices(request.n)
+    notes = [capped] if capped else []
 
     seats = list(external)
     if subagent is not None and (
