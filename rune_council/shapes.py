@@ -5,6 +5,9 @@ value from one becomes a process to signal, a directory to remove or a path, it 
 shape this program itself writes: a marker is the hex it generates, a voice marker is that
 hex and a serial number, a scratch directory is named after a voice marker and nothing else.
 The writers build their values here too, so the two sides cannot drift apart.
+
+Run ids have their guard where they become file names (``paths.RuneDir.run_file``); the id
+written inside a run file is never used as a path, since readers go by the file's name.
 """
 
 from __future__ import annotations
@@ -12,19 +15,16 @@ from __future__ import annotations
 import math
 import re
 
-from .contract import is_safe_run_id
-
 __all__ = [
     "MAX_RECORDED_PROCESSES",
     "RUN_MARKER_BYTES",
     "SCRATCH_PREFIX",
     "is_pid",
-    "is_run_id",
     "is_run_marker",
     "is_scratch_dir_name",
     "is_start_time",
     "is_voice_marker",
-    "run_of_voice_marker",
+    "is_voice_pid",
     "scratch_prefix",
     "voice_marker",
 ]
@@ -40,16 +40,12 @@ _VOICE_MARKER = re.compile(rf"({_HEX})\.([1-9][0-9]{{0,11}})")
 # random tail is eight characters of ``tempfile``'s own alphabet.
 SCRATCH_PREFIX = "rune-council-"
 _SCRATCH_TAIL = re.compile(r"-[a-z0-9_]{8}")
-# Linux never hands out a pid above 2**22; other systems stay far below 2**31. Pids 0 and 1
-# (and negative ones, which mean whole process groups to ``kill``) are never a voice.
+# Linux never hands out a pid above 2**22; other systems stay far below 2**31. Pid 0 and
+# negative ones mean whole process groups to ``kill``; pid 1 can be a council (the first
+# process of a container) but never one of its voices.
 _MAX_PID = 2**31 - 1
 # More voice processes than any council keeps alive at once; a longer list is not ours.
 MAX_RECORDED_PROCESSES = 256
-
-
-def is_run_id(value: object) -> bool:
-    """A run id as the contract allows it: a safe file name (the guard paths.py applies)."""
-    return isinstance(value, str) and is_safe_run_id(value)
 
 
 def is_run_marker(value: object) -> bool:
@@ -70,11 +66,6 @@ def is_voice_marker(value: object, run: str | None = None) -> bool:
         return False
     match = _VOICE_MARKER.fullmatch(value)
     return match is not None and (run is None or match.group(1) == run)
-
-
-def run_of_voice_marker(value: str) -> str | None:
-    match = _VOICE_MARKER.fullmatch(value)
-    return match.group(1) if match else None
 
 
 def scratch_prefix(marker: str) -> str:
@@ -98,8 +89,13 @@ def is_scratch_dir_name(name: str, run: str) -> bool:
 
 
 def is_pid(value: object) -> bool:
-    """A pid that could name one ordinary process (never a group, never init)."""
-    return type(value) is int and 1 < value <= _MAX_PID
+    """A pid that names one process (never a process group, never "every process")."""
+    return type(value) is int and 0 < value <= _MAX_PID
+
+
+def is_voice_pid(value: object) -> bool:
+    """A pid a voice process could have: one process, and not init."""
+    return is_pid(value) and value != 1
 
 
 def is_start_time(value: object) -> bool:

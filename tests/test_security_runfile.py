@@ -572,3 +572,43 @@ def test_reading_a_hostile_results_file_is_one_error_naming_the_line(tmp_path: P
     (tmp_path / "elsewhere.jsonl").write_text(good + "\n")
     with pytest.raises(RunFileError, match="symlink"):
         read_rows(path)
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="needs another user to drop to")
+def test_an_ordinary_user_removes_its_locked_leftover_directory() -> None:
+    """As root, permissions do not bind; the removal runs here as an ordinary user, in a
+    forked child, over a working directory whose parts the voice made unreadable."""
+    import tempfile
+
+    from rune_council.runtimes.process import remove_leftover_dirs
+
+    # Under the system temp root: pytest's own directories are closed to other users.
+    root = Path(tempfile.mkdtemp(prefix="rune-runfile-test-"))
+    root.chmod(0o755)
+    os.chown(root, NOBODY, NOBODY)
+    marker = lineage.new_run_marker()
+    work = root / f"rune-council-{marker}.1-abcdefgh"
+    pid = os.fork()
+    if pid == 0:  # the child: become nobody, make the mess, then clean it up
+        code = 1
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            (work / "locked" / "inner").mkdir(parents=True)
+            (work / "locked" / "inner" / "file").write_text("x")
+            (work / "locked" / "inner").chmod(0o000)
+            (work / "locked").chmod(0o500)
+            work.chmod(0o000)
+            os.environ["TMPDIR"] = str(root)
+            tempfile.tempdir = None
+            code = 0 if remove_leftover_dirs(marker) == 1 and not work.exists() else 3
+        except BaseException as exc:
+            print(f"child: {exc!r}", file=sys.stderr)
+        finally:
+            os._exit(code)
+    try:
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert list(root.iterdir()) == []
+    finally:
+        shutil.rmtree(root)

@@ -173,7 +173,7 @@ def kill_if_voice(
     before ``not_before``. The checks and the signal go to one process: through a pidfd on
     Linux, elsewhere through psutil, which refuses a pid reused since it looked.
     """
-    if not shapes.is_run_marker(run) or not shapes.is_pid(pid) or pid == os.getpid():
+    if not shapes.is_run_marker(run) or not shapes.is_voice_pid(pid) or pid == os.getpid():
         return False
     handle = _pidfd(pid)
     try:
