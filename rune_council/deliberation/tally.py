@@ -132,16 +132,64 @@ def tally(transcript: Transcript) -> TallyReport:
 
 
 def tally_parts(transcript: Transcript) -> TallyParts:
-    """The tally, with the per-ranker details left to be made one at a time."""
+    """The tally, with the per-ranker details left to be made one at a time.
+
+    The steps of the module's docstring in their order, each a function of its own; every
+    line a step refuses is added to ``dropped`` with its reason.
+    """
     dropped = [_dropped(d) for d in transcript.dropped]
     errors = [MoveError(line=e.line, text=e.text, reason=e.reason) for e in transcript.errors]
     proposals, texts, declared = _proposals(transcript.moves)
-    known = set(proposals)
+    moves = _admitted(transcript.moves, set(proposals) if declared else None, dropped)
+    pruned = _pruned(moves)
+    gone = {p.label for p in pruned}
+    active = [p for p in proposals if p not in gone]
+    counted = _borda(_last_rankings(moves, transcript.own, dropped), active, gone)
+    # Float sums depend on the order of addition; rounding makes the verdict independent of it.
+    scores = {p: round(v, ROUNDING) for p, v in zip(active, counted.totals, strict=True)}
+    blocked = _blocked(moves, gone)
+    blocked_labels = {b.label for b in blocked}
+    order = _levels(active, scores) if counted.rankers else [[p] for p in active]
+    winner = _winner(order, blocked_labels) if counted.rankers else None
+    consensus, dissenters = _concordance(counted, active, transcript.own)
 
-    moves: list[Move] = []
+    report = TallyReport(
+        valid=not errors,
+        proposals=proposals,
+        rankers=[],
+        scores=[
+            ProposalScore(
+                label=p,
+                score=round(scores[p], 9),
+                text=texts.get(p) or None,
+                blocked=p in blocked_labels,
+            )
+            for level in order
+            for p in level
+        ],
+        final_order=order,
+        winner=winner,
+        pruned=pruned,
+        blocked=blocked,
+        consensus=consensus,
+        dissenters=dissenters,
+        votes=_votes(moves, dropped),
+        synth=_synth(moves),
+        dropped=sorted(dropped, key=lambda d: d.line),
+        errors=errors,
+    )
+    return TallyParts(report, counted.rankers, active, counted.points_of)
+
+
+def _admitted(
+    moves: Sequence[Move], known: set[str] | None, dropped: list[DroppedLine]
+) -> list[Move]:
+    """The moves that count at all: with declared proposals (``known``), none that names a
+    label nobody proposed; and no second PROPOSE of one label."""
+    admitted: list[Move] = []
     proposed: set[str] = set()
-    for m in transcript.moves:
-        unknown = _first_unknown(m, known) if declared else None
+    for m in moves:
+        unknown = _first_unknown(m, known) if known is not None else None
         if unknown is not None:
             dropped.append(
                 DroppedLine(
@@ -156,8 +204,12 @@ def tally_parts(transcript: Transcript) -> TallyParts:
                 )
                 continue
             proposed.add(m.target or "")
-        moves.append(m)
+        admitted.append(m)
+    return admitted
 
+
+def _pruned(moves: Sequence[Move]) -> list[PrunedProposal]:
+    """Step 1: every proposal a cited ``REQUIRE MUST-NOT`` removes, once, at its first line."""
     pruned: list[PrunedProposal] = []
     for m in moves:
         target = m.target
@@ -175,16 +227,20 @@ def tally_parts(transcript: Transcript) -> TallyParts:
                     reason=f"{why} (ev={','.join(m.ev)})",
                 )
             )
-    gone = {p.label for p in pruned}
-    active = [p for p in proposals if p not in gone]
+    return pruned
 
-    # One ballot per ranker: the last one counts.
+
+def _last_rankings(
+    moves: Sequence[Move], own: dict[str, set[str]], dropped: list[DroppedLine]
+) -> list[tuple[str, Move]]:
+    """Step 2: one ballot per ranker, the last one, in line order; a ballot that ranks the
+    ranker's own answer does not count, and an earlier one is dropped as superseded."""
     last_rank: dict[str, Move] = {}
     for m in moves:
         if m.verb == "RANK":
             who = m.speaker or f"line-{m.line}"
-            own = transcript.own.get(who)
-            mine = own & {x for level in m.ballot for x in level} if own else None
+            mine_of = own.get(who)
+            mine = mine_of & {x for level in m.ballot for x in level} if mine_of else None
             if mine:
                 dropped.append(
                     DroppedLine(
@@ -206,9 +262,23 @@ def tally_parts(transcript: Transcript) -> TallyParts:
                     )
                 )
             last_rank[who] = m
-    rank_moves = sorted(last_rank.items(), key=lambda kv: kv[1].line)
-    del last_rank
+    return sorted(last_rank.items(), key=lambda kv: kv[1].line)
 
+
+@dataclass(slots=True)
+class _Borda:
+    """What step 3 counted: each proposal's points, and every counted ballot in line order
+    (its record, its levels without pruned proposals, its places)."""
+
+    totals: list[float]
+    rankers: list[_Counted]
+    ballots: list[Sequence[Sequence[str]]]
+    rows: list[concordance.Placed]
+    points_of: dict[float, list[float]]
+
+
+def _borda(rank_moves: Sequence[tuple[str, Move]], active: list[str], gone: set[str]) -> _Borda:
+    """Step 3: Borda x confidence over the proposals in play."""
     n = len(active)
     index = {p: j for j, p in enumerate(active)}
     totals = [0.0] * n
@@ -240,33 +310,35 @@ def tally_parts(transcript: Transcript) -> TallyParts:
         rankers.append(_Counted(who, m.line, ballot, conf, row))
         ballots.append(levels)
         rows.append(row)
+    return _Borda(totals, rankers, ballots, rows, points_of)
 
-    # Float sums depend on the order of addition; rounding makes the verdict independent of it.
-    scores = {p: round(v, ROUNDING) for p, v in zip(active, totals, strict=True)}
-    blocked = _blocked(moves, gone)
-    blocked_labels = {b.label for b in blocked}
-    order = _levels(active, scores) if rankers else [[p] for p in active]
-    winner = _winner(order, blocked_labels) if rankers else None
 
-    counted = [b for b in ballots if b]
-    incomplete = bool(transcript.own)
+def _concordance(
+    counted: _Borda, active: list[str], own: dict[str, set[str]]
+) -> tuple[ConsensusScore, list[str]]:
+    """Step 5: Kendall's W over the rankings, then who stands apart from the others.
+
+    Rankers whose own answers they never saw (``own``) gave incomplete rankings: W and the
+    mean Spearman are the incomplete-design forms, over what each ranker saw.
+    """
+    n = len(active)
+    ballots = counted.ballots
+    ranked = [b for b in ballots if b]
     seen: list[list[str]] = []
     complete_means: list[float | None] = []
-    if incomplete:
-        seen = [
-            [p for p in active if p not in transcript.own.get(r.ranker, set())] for r in rankers
-        ]
+    if own:
+        seen = [[p for p in active if p not in own.get(r.ranker, set())] for r in counted.rankers]
         w = concordance.incomplete_w(
-            [b for b in ballots if b], [s for s, b in zip(seen, ballots, strict=True) if b], active
+            ranked, [s for s, b in zip(seen, ballots, strict=True) if b], active
         )
         method = (
             "kendall_w for incomplete rankings (own answers unseen, not last; tie pattern kept)"
         )
     else:
-        w, complete_means = concordance.concordance_of([r for r in rows if r.items], n)
+        w, complete_means = concordance.concordance_of([r for r in counted.rows if r.items], n)
         method = "kendall_w (tie-corrected; unranked proposals share the bottom places)"
     note = ""
-    if len(counted) < 2:
+    if len(ranked) < 2:
         note = "fewer than two rankings: W is undefined"
     elif n < 2:
         note = "fewer than two proposals in play: W is undefined"
@@ -276,76 +348,64 @@ def tally_parts(transcript: Transcript) -> TallyParts:
         w=None if w is None else round(w, 9),
         label=concordance.label_for(w),
         method=method,
-        rankers=len(counted),
+        rankers=len(ranked),
         proposals=n,
         note=note,
     )
+    if len(ranked) < 2 or n < 2:
+        return consensus, []
+    if own:
+        means = concordance.incomplete_mean_spearman(ballots, seen)
+    else:
+        found = iter(complete_means)
+        means = [next(found) if row.items else None for row in counted.rows]
+    return consensus, _dissenters(counted, means, ranked, active, consensus)
 
+
+def _dissenters(
+    counted: _Borda,
+    means: Sequence[float | None],
+    ranked: list[Sequence[Sequence[str]]],
+    active: list[str],
+    consensus: ConsensusScore,
+) -> list[str]:
+    """Step 5, dissent: each ranker's mean Spearman is kept on its record; below 0 (with
+    three rankers or more) it dissents. When everyone is below 0 nobody stands apart, and
+    the consensus note says why (a majority cycle, or plain disagreement)."""
     dissenters: list[str] = []
-    if len(counted) >= 2 and n >= 2:
-        if incomplete:
-            means = concordance.incomplete_mean_spearman(ballots, seen)
-        else:
-            found = iter(complete_means)
-            means = [next(found) if row.items else None for row in rows]
-        placed = [
-            (counted_, None if mean is None else round(mean, ROUNDING))
-            for counted_, mean, levels in zip(rankers, means, ballots, strict=True)
-            if levels
-        ]
-        apart = concordance.standing_apart([mean for _, mean in placed])
-        for (counted_, mean), dissenting in zip(placed, apart, strict=True):
-            counted_.mean = None if mean is None else round(mean, 6)
-            if len(counted) >= MIN_RANKERS_FOR_DISSENT and dissenting:
-                counted_.dissenting = True
-                dissenters.append(counted_.ranker)
-        everyone_below = bool(placed) and all(m is not None and m < 0 for _, m in placed)
-        if len(counted) >= MIN_RANKERS_FOR_DISSENT and everyone_below:
-            cycle = concordance.majority_cycle(counted, active)
-            shape = (
-                f"the rankings form a cycle ({' > '.join(cycle)})"
-                if cycle
-                else "every ranking disagrees with the others"
-            )
-            consensus.note = "; ".join(
-                x for x in (consensus.note, f"{shape}: no ranker stands apart") if x
-            )
-
-    synth_moves = [m for m in moves if m.verb == "SYNTH"]
-    synth = None
-    if synth_moves:
-        last = synth_moves[-1]
-        open_items = list(last.open or ())
-        synth = SynthMove(
-            line=last.line, text=last.note or "", open=open_items, closes=not open_items
+    placed = [
+        (counted_, None if mean is None else round(mean, ROUNDING))
+        for counted_, mean, levels in zip(counted.rankers, means, counted.ballots, strict=True)
+        if levels
+    ]
+    apart = concordance.standing_apart([mean for _, mean in placed])
+    for (counted_, mean), dissenting in zip(placed, apart, strict=True):
+        counted_.mean = None if mean is None else round(mean, 6)
+        if len(ranked) >= MIN_RANKERS_FOR_DISSENT and dissenting:
+            counted_.dissenting = True
+            dissenters.append(counted_.ranker)
+    everyone_below = bool(placed) and all(m is not None and m < 0 for _, m in placed)
+    if len(ranked) >= MIN_RANKERS_FOR_DISSENT and everyone_below:
+        cycle = concordance.majority_cycle(ranked, active)
+        shape = (
+            f"the rankings form a cycle ({' > '.join(cycle)})"
+            if cycle
+            else "every ranking disagrees with the others"
         )
+        consensus.note = "; ".join(
+            x for x in (consensus.note, f"{shape}: no ranker stands apart") if x
+        )
+    return dissenters
 
-    report = TallyReport(
-        valid=not errors,
-        proposals=proposals,
-        rankers=[],
-        scores=[
-            ProposalScore(
-                label=p,
-                score=round(scores[p], 9),
-                text=texts.get(p) or None,
-                blocked=p in blocked_labels,
-            )
-            for level in order
-            for p in level
-        ],
-        final_order=order,
-        winner=winner,
-        pruned=pruned,
-        blocked=blocked,
-        consensus=consensus,
-        dissenters=dissenters,
-        votes=_votes(moves, dropped),
-        synth=synth,
-        dropped=sorted(dropped, key=lambda d: d.line),
-        errors=errors,
-    )
-    return TallyParts(report, rankers, active, points_of)
+
+def _synth(moves: Sequence[Move]) -> SynthMove | None:
+    """The last SYNTH counts; it closes the council when it leaves nothing open."""
+    synth_moves = [m for m in moves if m.verb == "SYNTH"]
+    if not synth_moves:
+        return None
+    last = synth_moves[-1]
+    open_items = list(last.open or ())
+    return SynthMove(line=last.line, text=last.note or "", open=open_items, closes=not open_items)
 
 
 def _first_unknown(m: Move, known: set[str]) -> str | None:
