@@ -22,7 +22,6 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -261,18 +260,16 @@ class ScriptedCouncil:
         self, request: PerspectiveRequest | Mapping[str, Any], **options: Any
     ) -> CouncilResult:
         # Imported on use: the pytest plug-in loads this module in every test session.
-        from .council import convene
+        from .council import CouncilOptions, convene
 
-        result: CouncilResult = _with_options(convene, request, self._options(options))
-        return result
+        return convene(request, CouncilOptions(**self._options(options)))
 
     async def aconvene(
         self, request: PerspectiveRequest | Mapping[str, Any], **options: Any
     ) -> CouncilResult:
-        from .council import aconvene
+        from .council import CouncilOptions, aconvene
 
-        result: CouncilResult = await _with_options(aconvene, request, self._options(options))
-        return result
+        return await aconvene(request, CouncilOptions(**self._options(options)))
 
     def _options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         return {
@@ -281,12 +278,3 @@ class ScriptedCouncil:
             "env": {"PATH": os.defpath, "HOME": str(self.rune_dir.parent)},
             **options,
         }
-
-
-def _with_options(call: Callable[..., Any], request: object, options: dict[str, Any]) -> Any:
-    """Calls ``convene``/``aconvene`` with one ``CouncilOptions`` where the typed front door
-    exists, else with the keyword arguments it replaces."""
-    options_type = getattr(import_module("rune_council"), "CouncilOptions", None)
-    if options_type is None:
-        return call(request, **options)
-    return call(request, options_type(**options))
