@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))  # the fakes live in the test tree
 from rune_council import CouncilOptions, convene  # noqa: E402
 from rune_council.contract import CouncilResult, RunEvent  # noqa: E402
 from rune_council.discovery.detect import detect_runtimes, probe  # noqa: E402
-from rune_council.runtimes.adapters import ADAPTERS  # noqa: E402
+from rune_council.runtimes.clis import BUILTIN  # noqa: E402
 from tests.fakes.bin import install_fake, path_with  # noqa: E402
 from tests.helpers import answer, claim  # noqa: E402
 
@@ -42,7 +42,7 @@ TIMEOUT_S = 1.0
 def fake_bin(where: Path) -> Path:
     """Every known CLI as a script whose --version takes 40 ms more than the one before."""
     where.mkdir(parents=True)
-    for index, adapter in enumerate(ADAPTERS.values()):
+    for index, adapter in enumerate(BUILTIN.values()):
         delay = 0.04 * (index + 1)
         script = where / adapter.executable
         script.write_text(f'#!/bin/sh\nsleep {delay}\necho "{adapter.name} 1.{index}.0"\n')
@@ -58,7 +58,7 @@ def real_bin() -> Path | None:
     if not (bins[0] / "claude").exists():
         return None
     link_dir = Path(tempfile.mkdtemp(prefix="bench-detect-real-"))
-    for name in ADAPTERS:
+    for name in BUILTIN:
         for b in bins:
             if (b / name).exists():
                 (link_dir / name).symlink_to(b / name)
@@ -68,13 +68,13 @@ def real_bin() -> Path | None:
 
 def time_detect(env: dict[str, str], repeat: int) -> tuple[list[float], dict[str, list[float]]]:
     whole: list[float] = []
-    single: dict[str, list[float]] = {name: [] for name in ADAPTERS}
+    single: dict[str, list[float]] = {name: [] for name in BUILTIN}
     for _ in range(repeat):
         started = time.perf_counter()
         report = asyncio.run(detect_runtimes(env))
         whole.append(time.perf_counter() - started)
         assert any(d.status != "unavailable" for d in report.detected), report
-        for name, adapter in ADAPTERS.items():
+        for name, adapter in BUILTIN.items():
             started = time.perf_counter()
             asyncio.run(probe(adapter, env))
             single[name].append(time.perf_counter() - started)
@@ -87,7 +87,7 @@ def report_detect(title: str, env: dict[str, str], repeat: int) -> None:
     slowest = single[slowest_name]
     total = sum(statistics.median(v) for v in single.values())
     print(f"  {title}")
-    print(f"    all {len(ADAPTERS)} probes in parallel   median {ms(whole)}  min {ms(whole, min)}")
+    print(f"    all {len(BUILTIN)} probes in parallel   median {ms(whole)}  min {ms(whole, min)}")
     print(
         f"    slowest single probe ({slowest_name:<8}) median {ms(slowest)}  min {ms(slowest, min)}"
     )

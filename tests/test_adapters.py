@@ -18,8 +18,9 @@ import pytest
 from rune_council import CouncilOptions, convene
 from rune_council.discovery.detect import probe
 from rune_council.families import classify_model
-from rune_council.runtimes.adapters import ADAPTERS, adapter_env
 from rune_council.runtimes.cli import CliRuntime
+from rune_council.runtimes.cli_adapter import adapter_env
+from rune_council.runtimes.clis import BUILTIN
 from rune_council.runtimes.clis.aider import parse as parse_aider
 from rune_council.runtimes.clis.cline import parse as parse_cline
 from rune_council.runtimes.clis.opencode import parse as parse_opencode
@@ -160,7 +161,7 @@ def test_cli_that_exits_0_after_an_api_error_is_a_failed_voice(
 
 
 def test_family_map_per_the_dispatch_protocol() -> None:
-    got = {name: (a.model_family, a.family_confidence, a.wrapper) for name, a in ADAPTERS.items()}
+    got = {name: (a.model_family, a.family_confidence, a.wrapper) for name, a in BUILTIN.items()}
     assert got == {
         "claude": ("anthropic", "confirmed", False),
         "codex": ("openai", "confirmed", False),
@@ -198,7 +199,7 @@ def test_only_the_model_name_says_which_family(model: str, family: str | None) -
 def _probe(adapter_name: str, bin_dir: Path, home: Path, **env: str) -> Any:
     install_fake(bin_dir, adapter_name)
     full = {"PATH": path_with(bin_dir), "HOME": str(home), **env}
-    return asyncio.run(probe(ADAPTERS[adapter_name], full))
+    return asyncio.run(probe(BUILTIN[adapter_name], full))
 
 
 def test_opencode_is_promoted_only_when_its_config_names_a_known_model(tmp_path: Path) -> None:
@@ -287,7 +288,7 @@ def test_a_promoted_wrapper_counts_as_its_family_in_the_council(tmp_path: Path) 
 
 def _runtime(name: str, bin_dir: Path, home: Path, **env: str) -> CliRuntime:
     path = str(bin_dir / name)
-    return CliRuntime(ADAPTERS[name], path, {"PATH": path_with(bin_dir), "HOME": str(home), **env})
+    return CliRuntime(BUILTIN[name], path, {"PATH": path_with(bin_dir), "HOME": str(home), **env})
 
 
 def _ask(runtime: CliRuntime, prompt: str = "the prompt") -> Any:
@@ -443,5 +444,5 @@ def test_each_adapter_passes_only_its_own_variables(
 
 def test_a_variable_the_user_allows_reaches_every_cli(tmp_path: Path) -> None:
     parent = {"PATH": "/usr/bin", "HOME": str(tmp_path), "CORP_PROXY_TOKEN": "t-123456"}
-    assert "CORP_PROXY_TOKEN" not in adapter_env(ADAPTERS["claude"], parent)
-    assert adapter_env(ADAPTERS["claude"], parent, ("CORP_PROXY_TOKEN",))["CORP_PROXY_TOKEN"]
+    assert "CORP_PROXY_TOKEN" not in adapter_env(BUILTIN["claude"], parent)
+    assert adapter_env(BUILTIN["claude"], parent, ("CORP_PROXY_TOKEN",))["CORP_PROXY_TOKEN"]

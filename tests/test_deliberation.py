@@ -21,8 +21,8 @@ import pytest
 from rune_council import CouncilOptions, FunctionRuntime, convene
 from rune_council.contract import SCHEMA_VERSION, CouncilResult
 from rune_council.council import convene_chain
-from rune_council.runtimes.adapters import ADAPTERS
 from rune_council.runtimes.cli import CliRuntime
+from rune_council.runtimes.clis import BUILTIN
 from rune_council.runtimes.subagent import CommandRuntime
 from rune_council.testing import ScriptedRuntime
 from tests.fakes.bin import install_fake, path_with
@@ -255,7 +255,7 @@ def test_fake_clis_that_cannot_vote_leave_every_item_unvoted(tmp_path: Path) -> 
     install_fake(bin_dir, "claude", answer=answer(Q, "NO", [ROLLBACK]))
     install_fake(bin_dir, "codex", answer=answer(Q, "NO", [UNDO]))
     env = {"PATH": path_with(bin_dir), "HOME": str(tmp_path)}
-    rts = [CliRuntime(ADAPTERS[n], str(bin_dir / n), env) for n in ("claude", "codex")]
+    rts = [CliRuntime(BUILTIN[n], str(bin_dir / n), env) for n in ("claude", "codex")]
     result = convene(
         request("vote-cli", method="vote", n=2),
         CouncilOptions(runtimes=rts, rune_dir=tmp_path),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rune_council.families import KNOWN_FAMILIES, classify_model
-from rune_council.runtimes.adapters import ADAPTERS
+from rune_council.runtimes.clis import BUILTIN
 
 CATALOGUE = Path(__file__).parent / "fixtures" / "model_families.csv"
 ROWS = list(csv.DictReader(CATALOGUE.open(encoding="utf-8")))
@@ -56,6 +56,6 @@ def test_the_host_never_decides_the_family() -> None:
 
 def test_every_built_in_cli_speaks_for_a_family_the_classifier_knows() -> None:
     # A CLI voice and an endpoint voice of one maker must collide in the family count.
-    for adapter in ADAPTERS.values():
+    for adapter in BUILTIN.values():
         if adapter.family_confidence == "confirmed":
             assert adapter.model_family in KNOWN_FAMILIES, adapter.name

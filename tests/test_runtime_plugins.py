@@ -17,7 +17,6 @@ import pytest
 
 from rune_council import RuntimeConfigError
 from rune_council.runtimes import clis
-from rune_council.runtimes.adapters import ADAPTERS
 from rune_council.runtimes.plugins import GROUP, plugin_adapters
 from rune_council.testing import ScriptedCouncil
 from tests.fakes.bin import install_fake, path_with
@@ -80,7 +79,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_every_built_in_cli_is_one_module_holding_flags_parser_and_family() -> None:
     modules = {m.ADAPTER.name: m for m in (getattr(clis, n) for n in clis.BUILTIN)}
-    assert set(modules) == set(ADAPTERS) == set(clis.BUILTIN)
+    assert set(modules) == set(clis.BUILTIN)
     for name, module in modules.items():
         adapter = module.ADAPTER
         assert module.__name__ == f"rune_council.runtimes.clis.{name}"
@@ -198,4 +197,4 @@ def test_the_users_own_definition_wins_over_a_plug_in(tmp_path: Path, site: Path
     env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     adapters = all_adapters(load_config(tmp_path / ".rune", env))
     assert adapters["mistral"].executable == "my-mistral"
-    assert adapters["claude"] is ADAPTERS["claude"]
+    assert adapters["claude"] is clis.BUILTIN["claude"]

@@ -12,9 +12,9 @@ import pytest
 from rune_council import CommandRuntime, FunctionRuntime
 from rune_council.answer import answer_problem
 from rune_council.runtime import Runtime, RuntimeReply, is_runtime
-from rune_council.runtimes.adapters import ADAPTERS
 from rune_council.runtimes.bridge import BridgeRuntime
 from rune_council.runtimes.cli import CliRuntime
+from rune_council.runtimes.clis import BUILTIN
 from rune_council.runtimes.http import (
     CandidatePool,
     EndpointClient,
@@ -34,7 +34,7 @@ def test_one_test_says_what_a_runtime_is() -> None:
     runtimes: list[object] = [
         FunctionRuntime(lambda p: p),
         CommandRuntime(["cat"]),
-        CliRuntime(ADAPTERS["claude"], "/usr/bin/claude"),
+        CliRuntime(BUILTIN["claude"], "/usr/bin/claude"),
         BridgeRuntime("/usr/bin/1devtool-agent", "claude", "anthropic", "confirmed"),
         HttpRuntime(client, choice),
     ]

@@ -33,8 +33,9 @@ from typing import Any
 from ..config import NO_ARGUMENT, CouncilConfig, RuntimeSpec
 from ..errors import RuntimeConfigError
 from ..userregex import UserRegex, UserRegexTimeout
-from .adapters import ADAPTERS, PROMPT_FILE, CliAdapter
 from .base import EnvPolicy
+from .cli_adapter import PROMPT_FILE, CliAdapter
+from .clis import BUILTIN
 from .parsers import Parsed, json_objects, parse_plain_text, tail
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
@@ -104,7 +105,7 @@ def _check(name: str, spec: RuntimeSpec) -> list[str]:
         return problems
     if not _NAME.match(name):
         problems.append("the name must be 1-40 of a-z 0-9 . _ - starting with a letter or digit")
-    if name in ADAPTERS:
+    if name in BUILTIN:
         problems.append(f"'{name}' is a built-in adapter; pick another name")
     try:
         argv = spec.argv()
