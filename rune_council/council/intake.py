@@ -495,6 +495,20 @@ class Prepared:
         """The same council with door-only options set (``on_event``, ``overwrite``, ...)."""
         return dataclasses.replace(self, options=dataclasses.replace(self.options, **changes))
 
+    def runs(self) -> list[tuple[str | None, str]]:
+        """(template, run id) of every run file this writes, in order: the one council's,
+        or each chain step's, planned as the chain plans them before its first step, so a
+        door can claim or follow them all before anything runs."""
+        if self.chain is None:
+            used = self.request.template
+            return [(used.name if used is not None else None, self.request.id)]
+        from .chain import step_ids
+        from .templates import config_for, find_chain
+
+        found = find_chain(self.chain, config_for(self.options))
+        ids = step_ids(self.request.id, found.spec.steps)
+        return list(zip(found.spec.steps, ids, strict=True))
+
     async def aconvene(self) -> CouncilResult:
         from .chain import aconvene_chain
         from .pipeline import aconvene
@@ -614,15 +628,22 @@ def _refuse_operator_only(given: Mapping[str, Any], ask: Ask, door: Door) -> Non
 
 
 def _endpoint_setup(
-    settings: Mapping[str, Any], door: Door, config: CouncilConfig, env: Mapping[str, str]
+    settings: Mapping[str, Any],
+    asked: Iterable[str],
+    door: Door,
+    config: CouncilConfig,
+    env: Mapping[str, str],
 ) -> EndpointSetup:
     from ..endpoints.config import endpoints_from_config, setup_from_options
 
     named: list[str] = list(settings.get("endpoints", ()))
     try:
-        if named and not door.trusted_caller:
+        # Only the caller's own names are held to council.toml: the operator's defaults (a
+        # batch's --endpoint URL) are the operator's to choose.
+        caller_named = list(asked)
+        if caller_named and not door.trusted_caller:
             known = endpoints_from_config(config)
-            for i, name in enumerate(named):
+            for i, name in enumerate(caller_named):
                 if name not in known:
                     listed = ", ".join(sorted(known)) or "none"
                     raise door.refuse(
@@ -714,7 +735,7 @@ def prepare(ask: Ask, door: Door | None = None) -> Prepared:
     if capped is not None:
         notes.append(capped)
 
-    endpoints = _endpoint_setup(settings, door, config, env)
+    endpoints = _endpoint_setup(settings, given.get("endpoints", ()), door, config, env)
     commands: dict[str, CommandRuntime] = {}
     for key, name in (("subagent_cmd", "subagent-cmd"), ("orchestrator_cmd", "orchestrator-cmd")):
         if key in settings:
