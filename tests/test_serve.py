@@ -467,7 +467,7 @@ def test_openapi_and_docs_come_from_the_package(tmp_path: Path) -> None:
             "/healthz",
         } <= set(spec["paths"])
         schemas = spec["components"]["schemas"]
-        assert {"CouncilResult", "PerspectiveRequest", "CouncilCreate", "Voice"} <= set(schemas)
+        assert {"CouncilResult", "PerspectiveRequest", "CouncilAsk", "Voice"} <= set(schemas)
         assert "queued" in schemas["CouncilResult"]["properties"]["status"]["enum"]
         docs = server.client.get("/docs")
         assert docs.status_code == 200 and "/assets/docs.js" in docs.text

@@ -94,7 +94,9 @@ def test_an_unknown_template_or_a_missing_artifact_is_422_and_nothing_is_queued(
         r = server.post(bare)
         assert r.status_code == 422, r.text
         error = r.json()["error"]
-        assert error.startswith("request: template 'security-review' reviews source code")
+        # Named at the key the caller must add, not at the request it nests in.
+        assert error.startswith("artifact: template 'security-review' reviews source code")
+        assert [f["field"] for f in r.json()["fields"]] == ["artifact"]
         assert "\n" not in error
         assert no_run_files(server)
         assert server.client.get("/v1/councils").json()["total"] == 0
@@ -168,7 +170,7 @@ def test_an_untrusted_project_config_cannot_change_a_shipped_template(tmp_path: 
 def test_the_openapi_document_describes_the_template_field(tmp_path: Path) -> None:
     with serving(tmp_path) as server:
         spec = server.client.get("/openapi.json").json()
-        field = spec["components"]["schemas"]["CouncilCreate"]["properties"]["template"]
+        field = spec["components"]["schemas"]["CouncilAsk"]["properties"]["template"]
         text = str(field)
-        assert "rune council templates" in text and "request.template" in text
+        assert "rune council templates" in text
         assert "^[a-z][a-z0-9_-]{0,47}$" in text

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     token = os.environ.get(TOKEN_ENV) or None
     token_source = f"${TOKEN_ENV}" if token else None
     try:
-        config = load_config(where)
+        load_config(where)  # a council.toml that cannot be read is said now, not per council
         if args.token_file is not None or (args.require_token and token is None):
             token_path = (args.token_file or default_token_file()).expanduser().absolute()
             token = load_or_create(token_path)
@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         allow_hosts=tuple(args.allow_host),
         allow_origins=tuple(args.allow_origin),
         max_body_bytes=args.max_body_bytes,
-        subagent_command=args.subagent_cmd or config.subagent.command,
-        subagent_family=args.subagent_family or config.subagent.family or "unknown",
+        subagent_command=args.subagent_cmd,
+        subagent_family=args.subagent_family,
     )
     try:
         settings.check()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -20,16 +20,16 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..contract import PerspectiveRequest, is_safe_run_id
+from ..contract import is_safe_run_id
+from ..council.intake import AskDefaults, Door
 from ..errors import CouncilError, RequestError, RunFileError
+from ..paths import RuneDir
 from .guard import Access, BodyTooLarge, Guard
-
-if TYPE_CHECKING:
-    from ..analytics.aggregate import Stats
 from .models import (
     Accepted,
     CancelResult,
-    CouncilCreate,
+    ChainStep,
+    ChainView,
     EndpointView,
     FieldProblem,
     Health,
@@ -40,10 +40,15 @@ from .models import (
     StatsPicture,
     StatsTable,
     StatsView,
+    StepLinks,
 )
-from .pool import Busy, CouncilPool, Duplicate
+from .pool import Busy, CouncilPool, Duplicate, Plan
 from .settings import ServeSettings
 from .sse import parse_last_event_id, run_events
+
+if TYPE_CHECKING:
+    from ..analytics.aggregate import Stats
+    from ..council.intake import Prepared
 
 ASSETS = Path(__file__).with_name("assets")
 MAX_PAGE = 200
@@ -60,6 +65,20 @@ class ServerState:
         self.settings = settings
         self.stop = threading.Event()
         self._pool: CouncilPool | None = None
+        self.door = Door(
+            name="this server",
+            rune_dir=settings.rune_dir,
+            artifact_root=settings.artifact_root,
+            trusted_caller=False,
+            # What the operator decided at start: no ask can change it (the intake refuses
+            # these keys from anyone but the operator).
+            defaults=AskDefaults(
+                yes=True if settings.allow_external else None,
+                subagent_cmd=settings.subagent_command,
+                subagent_family=settings.subagent_family,
+            ),
+            artifact_hint=" (paths need --artifact-root)",
+        )
 
     @property
     def pool(self) -> CouncilPool:
@@ -97,14 +116,6 @@ def _json(model: BaseModel, status: int = 200, headers: dict[str, str] | None = 
         headers=headers,
         media_type="application/json",
     )
-
-
-def _fields(exc: ValidationError, prefix: str = "") -> list[FieldProblem]:
-    out = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"])
-        out.append(FieldProblem(field=f"{prefix}{where}" or "body", message=err["msg"]))
-    return out
 
 
 def _invalid(fields: list[FieldProblem]) -> Reply:
@@ -150,151 +161,121 @@ def _json_body(body: bytes) -> Any:
         raise Reply(422, f"body: {exc}", [FieldProblem(field="body", message=str(exc))]) from None
 
 
-def _with_overrides(create: CouncilCreate) -> PerspectiveRequest:
-    """The request as the caller gave it, overrides applied; only what the caller set counts
-    as set, so a template can still fill the rest."""
-    from ..deliberation.render import deliberation_request
+def _prepared(data: Any, door: Door) -> Prepared:
+    """The body as the council it asks for, by the intake every door uses; a mistake is a
+    422 naming the key at fault."""
+    from ..council.intake import AskError, parse_ask, prepare
 
-    data = create.request.model_dump(mode="json", exclude_unset=True)
-    if create.n is not None:
-        data["n"] = create.n
-    if create.mode is not None:
-        data["mode"] = create.mode
-    if create.timeout is not None:
-        data["budget"] = {**(data.get("budget") or {}), "per_voice_timeout_s": create.timeout}
-    extra = deliberation_request(
-        create.deliberation, create.rounds, create.council_type, None, None, None
-    ).get("deliberation")
-    if extra:
-        merged = dict(data.get("deliberation") or {})
-        rounds = {**(merged.get("rounds") or {}), **extra.pop("rounds", {})}
-        merged.update(extra)
-        if rounds:
-            merged["rounds"] = rounds
-        data["deliberation"] = merged
+    if not isinstance(data, dict):
+        raise _invalid([FieldProblem(field="body", message="must be a JSON object")])
     try:
-        return PerspectiveRequest.model_validate(data)
-    except ValidationError as exc:
-        raise _invalid(_fields(exc, "request.")) from None
-
-
-def _checked_artifact(request: PerspectiveRequest, root: Path | None) -> PerspectiveRequest:
-    artifact = request.artifact
-    if artifact is None or artifact.path is None:
-        return request
-    field = "request.artifact.path"
-    if root is None:
-        raise _invalid(
-            [
-                FieldProblem(
-                    field=field,
-                    message="this server takes artifacts as text only (paths need --artifact-root)",
-                )
-            ]
-        )
-    base = root.resolve()
-    candidate = Path(artifact.path)
-    real = (candidate if candidate.is_absolute() else base / candidate).resolve()
-    if not real.is_relative_to(base):
-        raise _invalid([FieldProblem(field=field, message="outside the server's artifact root")])
-    if not real.is_file():
-        raise _invalid([FieldProblem(field=field, message="no such file under the artifact root")])
-    moved = artifact.model_copy(update={"path": str(real)})
-    return request.model_copy(update={"artifact": moved})
-
-
-def _templated(request: PerspectiveRequest, name: str, state: ServerState) -> PerspectiveRequest:
-    """The request with the template ``name`` applied by the library, found the way every door
-    finds it (a repository's untrusted council.toml cannot replace a shipped one). Applied
-    once, here, so a bad name or a missing artifact is refused before anything is queued and
-    the queued run file shows the request the council will run."""
-    from ..council import CouncilOptions
-    from ..council.templates import apply_template, config_for, find_template
-
-    options = CouncilOptions(rune_dir=state.settings.rune_dir, template=name)
-    try:
-        found = find_template(name, config_for(options))
-    except RequestError as exc:
-        raise _invalid([FieldProblem(field="template", message=str(exc))]) from None
+        return prepare(parse_ask(data), door)
+    except AskError as exc:
+        fields = [FieldProblem(field=p.key, message=p.message) for p in exc.problems]
+        raise _invalid(fields) from None
     except CouncilError as exc:
-        raise Reply(
-            422, f"template: the server's council configuration is unusable: {exc}"
-        ) from None
-    try:
-        return apply_template(request, found)
-    except RequestError as exc:
-        raise _invalid([FieldProblem(field="request", message=str(exc))]) from None
+        raise Reply(422, f"the server's council configuration is unusable: {exc}") from None
 
 
-def _checked_endpoints(names: list[str] | None, state: ServerState) -> list[str] | None:
-    if names is None:
-        return None
-    from ..endpoints.config import configured_endpoints
-    from ..paths import RuneDir
-
-    try:
-        known = configured_endpoints(RuneDir.resolve(state.settings.rune_dir))
-    except CouncilError as exc:
-        raise Reply(
-            422, f"endpoints: the server's endpoint configuration is unusable: {exc}"
-        ) from None
-    for i, name in enumerate(names):
-        if name not in known:
-            listed = ", ".join(sorted(known)) or "none"
-            raise _invalid(
-                [
-                    FieldProblem(
-                        field=f"endpoints.{i}",
-                        message=f"no endpoint named {name!r} is configured (configured: {listed})",
-                    )
-                ]
-            )
-    return names
+def _links(run_id: str) -> dict[str, str]:
+    location = f"/v1/councils/{run_id}"
+    return {"location": location, "events": f"{location}/events", "page": f"/runs/{run_id}"}
 
 
 async def create_council(request: Request) -> Response:
     state = _state(request)
     data = _json_body(await _read_body(request, state.settings.max_body_bytes))
-    if not isinstance(data, dict):
-        raise _invalid([FieldProblem(field="body", message="must be a JSON object")])
-    inner = data.get("request")
-    if isinstance(inner, dict) and "id" not in inner:
-        from ..council import new_run_id
-
-        data["request"] = {**inner, "id": new_run_id()}
+    # Reads council.toml and checks the artifact's file: off the event loop.
+    prepared = await run_in_threadpool(_prepared, data, state.door)
+    run_id = prepared.request.id
     try:
-        create = CouncilCreate.model_validate(data)
-    except ValidationError as exc:
-        raise _invalid(_fields(exc)) from None
-    council = _checked_artifact(_with_overrides(create), state.settings.artifact_root)
-    if create.template is not None:
-        council = _templated(council, create.template, state)
-    endpoints = _checked_endpoints(create.endpoints, state)
-    pool = state.pool
-    try:
-        await pool.submit(council, endpoints)
+        plan = await state.pool.submit(prepared)
     except Duplicate as exc:
         raise Reply(409, str(exc)) from None
     except Busy as exc:
         raise Reply(
             429, f"busy: {exc}", headers={"Retry-After": str(state.settings.retry_after_s)}
         ) from None
-    location = f"/v1/councils/{council.id}"
+    except RequestError as exc:
+        raise _invalid([FieldProblem(field="id", message=str(exc))]) from None
+    links = _links(run_id)
+    steps: list[StepLinks] = []
+    if plan.chain is not None:
+        links["location"] = f"/v1/chains/{run_id}"
+        steps = [StepLinks(template=r.template, id=r.run_id, **_links(r.run_id)) for r in plan.runs]
     accepted = Accepted(
-        id=council.id,
+        id=run_id,
         status="queued",
-        location=location,
-        events=f"{location}/events",
-        page=f"/runs/{council.id}",
+        notes=list(prepared.notes),
+        chain=plan.chain,
+        runs=steps,
+        **links,
     )
-    return _json(accepted, 202, {"Location": location})
+    return _json(accepted, 202, {"Location": links["location"]})
+
+
+async def get_chain(request: Request) -> Response:
+    """A chain's runs in order, each with its status and where to follow it: from this
+    server's plan while it remembers the chain, else from the plan its last run file
+    records."""
+    from ..runs import summarise
+
+    state = _state(request)
+    chain_id = _run_id(request)
+    plan = state.pool.chain(chain_id)
+    if plan is None:
+        recorded = _recorded_chain(state, chain_id)
+        if recorded is None:
+            raise Reply(404, f"no chain {chain_id!r}")
+        plan = recorded
+    steps: list[ChainStep] = []
+    for run in plan.runs:
+        path = _where(state).run_file(run.run_id)
+        status: Any
+        if path.is_file() and not path.is_symlink():
+            status = summarise(path).status
+        else:
+            status = "queued" if state.pool.holds(run.run_id) else "not-run"
+        steps.append(
+            ChainStep(template=run.template, id=run.run_id, status=status, **_links(run.run_id))
+        )
+    assert plan.chain is not None
+    return _json(
+        ChainView(id=chain_id, chain=plan.chain, runs=steps), headers={"Cache-Control": "no-store"}
+    )
+
+
+def _recorded_chain(state: ServerState, chain_id: str) -> Plan | None:
+    from ..runs import load
+
+    path = _where(state).run_file(chain_id)
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        position = load(path).request.chain
+    except RunFileError:
+        return None
+    # The plan a run file names is data: it counts only if its last run is this very one.
+    if position is None or not position.runs or position.runs[-1].run_id != chain_id:
+        return None
+    if not all(is_safe_run_id(r.run_id) for r in position.runs):
+        return None
+    return Plan(tuple(position.runs), position.name)
+
+
+def _where(state: ServerState) -> RuneDir:
+    return RuneDir.resolve(state.settings.rune_dir)
 
 
 def _run_path(state: ServerState, run_id: str) -> Path:
-    from ..paths import RuneDir
-
-    path = RuneDir.resolve(state.settings.rune_dir).run_file(run_id)
+    path = _where(state).run_file(run_id)
     if path.is_symlink() or not path.is_file():
+        if state.pool.holds(run_id):
+            raise Reply(
+                404,
+                f"run {run_id!r} is queued and has no run file yet (a later step of a chain); "
+                f"its events stream waits for it",
+            )
         raise Reply(404, f"no run {run_id!r}")
     return path
 
@@ -329,7 +310,6 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
 
 
 async def list_councils(request: Request) -> Response:
-    from ..paths import RuneDir
     from ..runs import list_runs
 
     state = _state(request)
@@ -383,9 +363,14 @@ async def council_events(request: Request) -> Response:
         last = parse_last_event_id(request.headers.get("last-event-id"))
     except ValueError:
         raise Reply(400, "Last-Event-ID must be a non-negative integer") from None
-    path = _run_path(state, run_id)
+    path = _where(state).run_file(run_id)
+    pool = state.pool
+    if not (pool.holds(run_id) and not path.is_symlink()):
+        path = _run_path(state, run_id)
     return StreamingResponse(
-        run_events(path, last, state.stop),
+        # A run this server will write but has not yet (a chain's later step) is waited
+        # for, as long as the server still holds it.
+        run_events(path, last, state.stop, expected=lambda: pool.holds(run_id)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
@@ -409,7 +394,6 @@ async def cancel_council(request: Request) -> Response:
 async def runtimes(request: Request) -> Response:
     from ..discovery.assembly import detect_configured
     from ..endpoints.config import configured_endpoints
-    from ..paths import RuneDir
 
     state = _state(request)
     where = RuneDir.resolve(state.settings.rune_dir)
@@ -461,7 +445,6 @@ def _history(request: Request) -> Stats:
     """The run history of the server's rune dir, in the window ``?since=`` names."""
     from ..analytics.history import stats
     from ..analytics.since import parse_since
-    from ..paths import RuneDir
 
     raw = request.query_params.get("since")
     try:
@@ -571,6 +554,7 @@ def create_app(settings: ServeSettings) -> Starlette:
         Route("/v1/councils/{run_id}", get_council, methods=["GET"]),
         Route("/v1/councils/{run_id}/events", council_events, methods=["GET"]),
         Route("/v1/councils/{run_id}/cancel", cancel_council, methods=["POST"]),
+        Route("/v1/chains/{run_id}", get_chain, methods=["GET"]),
         Route("/v1/runtimes", runtimes, methods=["GET"]),
         Route("/v1/stats", get_stats, methods=["GET"]),
         Route("/v1/stats/tables", stats_tables, methods=["GET"]),

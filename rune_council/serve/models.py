@@ -1,4 +1,5 @@
-"""The API's own bodies; everything about a council itself is a contract model."""
+"""The API's own bodies; everything about a council itself is a contract model, and what a
+caller may ask for is the intake's ``Ask`` (``council.intake``)."""
 
 from __future__ import annotations
 
@@ -6,69 +7,62 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contract import (
-    CouncilType,
-    DeliberationMethod,
-    DetectedRuntime,
-    Mode,
-    PerspectiveRequest,
-    RunStatus,
-    SetupName,
-)
-
-MAX_ENDPOINTS = 16
+from ..contract import DetectedRuntime, RunStatus
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class CouncilCreate(_Body):
-    """A request plus the overrides a caller may set per council.
+RowStatus = Literal[
+    "queued", "running", "complete", "cancelled", "failed", "abandoned", "unreadable"
+]
 
-    ``request.id`` may be left out: the server then picks one. Overrides replace the
-    matching request fields. ``template`` names a council setup; it fills only what the
-    request and the overrides leave out. Consent to use external AI CLIs is not a field: it
-    is the operator's (``--yes`` or config).
-    """
 
-    request: PerspectiveRequest
-    n: int | None = Field(default=None, ge=2, description="Voices wanted (overrides request.n).")
-    mode: Mode | None = None
-    timeout: float | None = Field(
-        default=None, gt=0, le=3600, description="Per-voice timeout in seconds."
+class StepLinks(_Body):
+    """One council of a chain and where to follow it."""
+
+    template: str
+    id: str
+    location: str = Field(description="Where its run file is served, once it is written.")
+    events: str = Field(
+        description="Server-Sent Events of its transitions; waits while the step is queued."
     )
-    deliberation: DeliberationMethod | None = Field(
-        default=None, description="vote | rank after the single pass."
-    )
-    rounds: int | None = Field(default=None, ge=1, le=10, description="Deliberation rounds.")
-    council_type: CouncilType | None = None
-    template: SetupName | None = Field(
-        default=None,
-        description="A named council setup (`rune council templates` lists them, e.g. "
-        "security-review): it presets mode, n, slots, preamble and deliberation where the "
-        "request and the overrides leave them out; whatever they set wins. The run file "
-        "records its name, version, source and digest in request.template.",
-    )
-    endpoints: list[str] | None = Field(
-        default=None,
-        max_length=MAX_ENDPOINTS,
-        description="Names of endpoints configured in council.toml; replaces the configured "
-        "set for this council. URLs are not accepted.",
-    )
+    page: str = Field(description="The live web view of this step.")
 
 
 class Accepted(_Body):
     id: str
     status: RunStatus
-    location: str = Field(description="Where the run file is served.")
+    location: str = Field(
+        description="Where the run file is served; for a chain, the list of its runs."
+    )
     events: str = Field(description="Server-Sent Events of its transitions.")
     page: str = Field(description="The live web view of this council.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="Where the council will differ from the ask, in the words its run file "
+        "uses (n above the cap, say).",
+    )
+    chain: str | None = Field(default=None, description="The chain's name, when one was asked.")
+    runs: list[StepLinks] = Field(
+        default_factory=list, description="A chain's councils, in the order they run."
+    )
 
 
-RowStatus = Literal[
-    "queued", "running", "complete", "cancelled", "failed", "abandoned", "unreadable"
-]
+class ChainStep(StepLinks):
+    status: RowStatus | Literal["not-run"] = Field(
+        description="queued: waiting its turn (no run file yet); not-run: the chain ended "
+        "before it; otherwise the status of its run file."
+    )
+
+
+class ChainView(_Body):
+    """A chain of councils this server runs: every step in order, and how far it got."""
+
+    id: str = Field(description="The chain's id: its last step's run id.")
+    chain: str
+    runs: list[ChainStep]
 
 
 class RunRow(_Body):

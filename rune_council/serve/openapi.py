@@ -1,4 +1,6 @@
-"""The OpenAPI document, built from the contract models and the API's own bodies."""
+"""The OpenAPI document, built from the contract models, the intake's ask and the API's own
+bodies: the body of ``POST /v1/councils`` is the schema every door's ask has, as a caller
+who is not the operator may send it."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ from pydantic.json_schema import models_json_schema
 
 from ..analytics.aggregate import Stats
 from ..contract import SCHEMA_VERSION, CouncilResult
+from ..council.intake import ask_schema
 from .models import (
     Accepted,
     CancelResult,
-    CouncilCreate,
+    ChainView,
     Health,
     Problem,
     RunPage,
@@ -21,6 +24,8 @@ from .models import (
 )
 
 _REF = "#/components/schemas/{model}"
+# The body's component name: what a caller asks of a council, by any door.
+ASK = "CouncilAsk"
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:
@@ -52,10 +57,21 @@ _SINCE = {
 }
 
 
+def _with_ask(defs: dict[str, Any]) -> dict[str, Any]:
+    """The components with the ask and its definitions added; a name both use must mean
+    the same schema (a model shared with the run file, as the request's parts are)."""
+    ask = ask_schema(trusted_caller=False, ref_template=_REF)
+    own: dict[str, Any] = ask.pop("$defs", {})
+    for name, schema in own.items():
+        if name in defs and defs[name] != schema:
+            raise AssertionError(f"the ask's {name} differs from the document's")
+    return {**defs, **own, ASK: ask}
+
+
 def document(version: str) -> dict[str, Any]:
     models: list[type[BaseModel]] = [
-        CouncilCreate,
         Accepted,
+        ChainView,
         CouncilResult,
         RunPage,
         Problem,
@@ -65,10 +81,7 @@ def document(version: str) -> dict[str, Any]:
         Stats,
         StatsView,
     ]
-    _, defs = models_json_schema(
-        [(m, "validation" if m is CouncilCreate else "serialization") for m in models],
-        ref_template=_REF,
-    )
+    _, defs = models_json_schema([(m, "serialization") for m in models], ref_template=_REF)
     auth: list[dict[str, list[str]]] = [{"bearer": []}]
     busy = {
         "description": "Every council slot and queue place is taken; retry after Retry-After.",
@@ -79,17 +92,24 @@ def document(version: str) -> dict[str, Any]:
         "/v1/councils": {
             "post": {
                 "summary": "Convene a council",
-                "description": "Accepts a PerspectiveRequest plus per-council overrides and "
-                "optionally a template (a named council setup that fills what they leave "
-                "out); the council runs in the background (queued first when every slot is "
-                "busy).",
+                "description": "Takes the ask every door takes: the question and its "
+                'options at the top level (`{"question": "...", "multi_round": '
+                '{"max_rounds": 2}}`), or a whole PerspectiveRequest under `request` with '
+                "options beside it (not both a question and a request). A template fills "
+                "what the ask leaves out; a chain runs several councils in order. An unknown "
+                "key is refused, naming the closest valid one. The council runs in the "
+                "background (queued first when every slot is busy).",
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": _ref(CouncilCreate)}},
+                    "content": {"application/json": {"schema": {"$ref": _REF.format(model=ASK)}}},
                 },
                 "responses": {
                     "202": {
-                        **_json(Accepted, "Accepted; Location names the run file."),
+                        **_json(
+                            Accepted,
+                            "Accepted; Location names the run file, or for a chain the list "
+                            "of its runs. notes says where the council differs from the ask.",
+                        ),
                         "headers": {"Location": {"schema": {"type": "string"}}},
                     },
                     "401": _problem("Missing or wrong bearer token."),
@@ -97,9 +117,10 @@ def document(version: str) -> dict[str, Any]:
                     "413": _problem("The body is larger than the server accepts."),
                     "415": _problem("The body is not declared Content-Type: application/json."),
                     "422": _problem(
-                        "The body is not a valid council request (nor JSON within the size "
-                        "and nesting limits), or names no known template (the closest is "
-                        "suggested); the error starts with the field."
+                        "The body is not a valid ask (nor JSON within the size and nesting "
+                        "limits): an unknown key (the closest valid one is named), a bad "
+                        "value, a question and a request both, no known template or chain; "
+                        "the error starts with the key at fault, and fields lists each."
                     ),
                     "429": busy,
                 },
@@ -134,7 +155,9 @@ def document(version: str) -> dict[str, Any]:
             "get": {
                 "summary": "Server-Sent Events of every transition",
                 "description": "Frames: status, transition (id = event seq), stalled, end "
-                "(final status or abandoned). Send Last-Event-ID to resume.",
+                "(final status or abandoned). Send Last-Event-ID to resume. A run this "
+                "server holds but has not written yet (a chain's later step) is waited "
+                "for: status queued first, end not-run if the chain stops before it.",
                 "parameters": [
                     _RUN_ID,
                     {"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer"}},
@@ -156,6 +179,19 @@ def document(version: str) -> dict[str, Any]:
                     "200": _json(CancelResult, "The status the run file ended with."),
                     "404": _problem("No such run."),
                     "409": _problem("The run already ended, or another process runs it."),
+                },
+            }
+        },
+        "/v1/chains/{run_id}": {
+            "get": {
+                "summary": "A chain's runs, in order",
+                "description": "Each step's template, run id, status (queued until its "
+                "run file is written) and where to read and follow it.",
+                "parameters": [_RUN_ID],
+                "responses": {
+                    "200": _json(ChainView, "The chain's runs."),
+                    "400": _problem("Not a valid run id."),
+                    "404": _problem("No chain of that id."),
                 },
             }
         },
@@ -219,7 +255,7 @@ def document(version: str) -> dict[str, Any]:
         },
         "paths": paths,
         "components": {
-            "schemas": defs["$defs"],
+            "schemas": _with_ask(defs["$defs"]),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "security": auth,

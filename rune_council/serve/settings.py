@@ -35,8 +35,10 @@ class ServeSettings:
     # Where the token came from, for the startup line and the error messages.
     token_source: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
+    # The operator's subagent flags; without them a council seats council.toml's
+    # [subagent] itself, by the library's one precedence rule.
     subagent_command: str | None = None
-    subagent_family: str = "unknown"
+    subagent_family: str | None = None
     retry_after_s: int = 5
 
     def check(self) -> None:

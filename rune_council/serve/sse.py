@@ -9,6 +9,11 @@ Frames: ``status`` (no id) whenever a new document is seen (queued, then running
 ``transition`` (id = the event's sequence number) for each run-file event, so a client that
 reconnects with ``Last-Event-ID`` gets exactly the ones it missed; ``stalled`` when a live
 writer's heartbeat is late; ``end`` last, with the final status or ``abandoned``.
+
+A run the server has accepted but not written yet (a chain's later step) is waited for:
+the stream opens with ``status`` ``queued`` and follows the file once it appears; if the
+server lets the run go without writing it (the chain was stopped first), it ends
+``not-run``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +53,14 @@ def parse_last_event_id(raw: str | None) -> int:
     return value
 
 
-async def run_events(path: Path, last_seen: int, stop: threading.Event) -> AsyncIterator[bytes]:
-    """SSE frames for the run at ``path`` until it ends, the client leaves, or ``stop``."""
+async def run_events(
+    path: Path,
+    last_seen: int,
+    stop: threading.Event,
+    expected: Callable[[], bool] = lambda: False,
+) -> AsyncIterator[bytes]:
+    """SSE frames for the run at ``path`` until it ends, the client leaves, or ``stop``.
+    ``expected()``: the server will still write the file, so its absence is worth waiting."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[Update | RunFileError | None] = asyncio.Queue()
     quit_watch = threading.Event()
@@ -67,10 +78,12 @@ async def run_events(path: Path, last_seen: int, stop: threading.Event) -> Async
         finally:
             hand_over(None)
 
+    run_id = path.name.removeprefix("run-").removesuffix(".json")
     watcher = threading.Thread(target=pump, name=f"sse-{path.name}", daemon=True)
     watcher.start()
     sent = last_seen
     quiet = 0.0
+    seen = False
     try:
         while True:
             try:
@@ -78,6 +91,10 @@ async def run_events(path: Path, last_seen: int, stop: threading.Event) -> Async
             except TimeoutError:
                 if stop.is_set():
                     yield frame("end", {"status": "server-stopped"})
+                    return
+                if not seen and not expected() and not path.exists():
+                    detail = "the server let the run go before it started (a chain stopped early)"
+                    yield frame("end", {"status": "not-run", "id": run_id, "detail": detail})
                     return
                 quiet += POLL_S
                 if quiet >= KEEPALIVE_S:
@@ -91,7 +108,10 @@ async def run_events(path: Path, last_seen: int, stop: threading.Event) -> Async
                 yield frame("end", {"status": "unreadable", "detail": str(item)})
                 return
             result = item.result
-            if item.kind == "started" and result is not None:
+            if item.kind == "waiting":
+                yield frame("status", {"status": "queued", "id": run_id})
+            elif item.kind == "started" and result is not None:
+                seen = True
                 yield frame("status", {"status": result.status, "id": result.id})
             elif item.kind == "events":
                 for event in item.events:

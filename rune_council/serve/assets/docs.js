@@ -3,7 +3,7 @@
 
 function example(op) {
   if (!op.requestBody) return "";
-  return JSON.stringify({ request: { question: "Should we shard the orders table?", n: 3 } }, null, 2);
+  return JSON.stringify({ question: "Should we shard the orders table?", n: 3, multi_round: { max_rounds: 2 } }, null, 2);
 }
 
 function operation(path, method, op) {
