@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
 from ..contract import AbsentMember, Budget, DroppedLine, MemberBallot, Voice
-from ..runtimes.base import Runtime, RuntimeReply
+from ..runtime import Runtime, RuntimeReply
 from ..stages.dispatch import ask_within
 from .metadata import digest_of
 

@@ -29,7 +29,7 @@ from ..contract import (
     Voice,
     VoteResult,
 )
-from ..runtimes.base import Runtime
+from ..runtime import Runtime
 from .ballots import BallotBox, Reader, collect
 from .chair import Chair
 

@@ -26,7 +26,7 @@ from ..contract import (
     Voice,
 )
 from ..prompts import compose_prompt
-from ..runtimes.base import Runtime
+from ..runtime import Runtime
 from ..runtimes.subagent import SubagentFn
 from ..stages.allocate import Candidate, SlotPrompts, reseat
 from ..stages.dispatch import dispatch
