@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rune_council.batch import BatchOptions, run_batch
+from rune_council.batch import BatchOptions, batch_door, run_batch
 from rune_council.council import CouncilOptions, convene
 from rune_council.runtime import RuntimeReply
 from rune_council.testing import AnswerEcho, ScriptedRuntime, claim_on
@@ -67,13 +67,10 @@ def write_items(folder: Path, count: int) -> Path:
 
 
 def options(folder: Path, delay_s: float, concurrency: int, **extra: object) -> BatchOptions:
-    council = CouncilOptions(
-        runtimes=voices(delay_s),
-        rune_dir=folder / ".rune",
-        env={"PATH": os.defpath, "HOME": str(folder)},
-    )
+    door = batch_door(rune_dir=folder / ".rune", env={"PATH": os.defpath, "HOME": str(folder)})
     return BatchOptions(
-        council=council,
+        door=door,
+        runtimes=voices(delay_s),
         concurrency=concurrency,
         results=folder / "results.jsonl",
         **extra,  # type: ignore[arg-type]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 from pathlib import Path
@@ -12,9 +11,9 @@ from typing import Any
 import pytest
 
 from rune_council import runlock
-from rune_council.batch import BadItems, Batch, BatchOptions, Defaults, read_rows, run_batch
+from rune_council.batch import BadItems, Batch, BatchOptions, batch_door, read_rows, run_batch
 from rune_council.batch.items import MAX_LINE_BYTES
-from rune_council.council import CouncilOptions
+from rune_council.council.intake import AskDefaults, Door
 from rune_council.runtime import RuntimeReply
 from rune_council.testing import AnswerEcho, ScriptedRuntime, claim_on
 
@@ -30,13 +29,21 @@ def voices(delay_s: float = 0.0) -> list[ScriptedRuntime]:
     ]
 
 
-def options(tmp: Path, runtimes: list[Any], **extra: Any) -> BatchOptions:
-    council = CouncilOptions(
+def door(tmp: Path, **changes: Any) -> Door:
+    """The batch's door: its lines are not the operator, their artifacts resolve under the
+    items file's folder."""
+    return batch_door(rune_dir=tmp / ".rune", env={"PATH": os.defpath, "HOME": str(tmp)}, **changes)
+
+
+def options(
+    tmp: Path, runtimes: list[Any], door_changes: dict[str, Any] | None = None, **extra: Any
+) -> BatchOptions:
+    return BatchOptions(
+        door=door(tmp, **(door_changes or {})),
         runtimes=runtimes,
-        rune_dir=tmp / ".rune",
-        env={"PATH": os.defpath, "HOME": str(tmp)},
+        results=tmp / "results.jsonl",
+        **extra,
     )
-    return BatchOptions(council=council, results=tmp / "results.jsonl", **extra)
 
 
 def write_items(path: Path, rows: list[dict[str, Any] | str]) -> Path:
@@ -261,9 +268,9 @@ def test_bad_lines_are_reported_by_number_and_the_rest_runs(tmp_path: Path) -> N
     assert "not a safe file name" in bad[2]
     assert "not JSON" in bad[3]
     assert "not a JSON object" in bad[4]
-    assert "did you mean 'question'" in bad[5]
+    assert "questoin: unknown key 'questoin' (closest valid key: 'question')" in bad[5]
     assert "outside" in bad[6] and "outside" in bad[7] and "outside" in bad[8]
-    assert "number" in bad[9]
+    assert bad[9].startswith("n: Input should be a valid integer")
     assert "generate" in bad[10]
     assert "blank" in bad[11] or "question" in bad[11]
     assert "deep" in bad[12] or "nest" in bad[12]
@@ -319,7 +326,7 @@ def test_csv_items_run_like_jsonl_with_defaults_and_overrides(tmp_path: Path) ->
         'c3,"unterminated\n',
         encoding="utf-8",
     )
-    opts = options(tmp_path, voices(), defaults=Defaults(mode="critique", n=3))
+    opts = options(tmp_path, voices(), {"defaults": AskDefaults(mode="critique", n=3)})
     run(path, opts)
     rows = {r.line: r for r in read_rows(tmp_path / "results.jsonl")}
     assert rows[2].status == "complete" and rows[3].status == "complete"
@@ -336,7 +343,9 @@ def test_csv_items_run_like_jsonl_with_defaults_and_overrides(tmp_path: Path) ->
 def test_a_csv_header_with_an_unknown_column_refuses_the_file(tmp_path: Path) -> None:
     path = tmp_path / "items.csv"
     path.write_text("id,question,secret_flag\na,b,c\n")
-    with pytest.raises(BadItems.__mro__[1], match="unknown column"):
+    with pytest.raises(
+        BadItems.__mro__[1], match=r"unknown key 'secret_flag' \(closest valid key: '"
+    ):
         run(path, options(tmp_path, voices()))
 
 
@@ -351,7 +360,7 @@ def test_an_unreadable_artifact_fails_its_item_only(tmp_path: Path) -> None:
     (tmp_path / "a.md").unlink()  # gone between the scan and its turn
     asyncio.run(batch.run())
     rows = {r.line: r for r in read_rows(tmp_path / "results.jsonl")}
-    assert rows[1].status == "invalid" and "'a.md' is not a file" in (rows[1].error or "")
+    assert rows[1].status == "invalid" and "'a.md': not a file" in (rows[1].error or "")
     assert rows[2].status == "complete" and len(rows) == 2
 
 
@@ -369,9 +378,9 @@ def test_a_template_fills_what_items_and_flags_leave_open_and_a_rerun_resumes(
     rows = questions(2)
     rows[1]["mode"] = "critique"  # the item's own word beats the template
     items = write_items(tmp_path / "items.jsonl", rows)
-    base = options(tmp_path, voices())
-    council = dataclasses.replace(base.council, template="quick", config=config)
-    opts = dataclasses.replace(base, council=council)
+    opts = options(
+        tmp_path, voices(), {"defaults": AskDefaults(template="quick"), "config": config}
+    )
     run(items, opts)
     docs = {
         i: json.loads((tmp_path / ".rune" / "council" / f"run-q{i}.json").read_text())

@@ -52,8 +52,7 @@ def test_a_capped_runtime_never_has_more_calls_in_flight_across_councils(tmp_pat
     )
     items = write_items(tmp_path / "items.jsonl", questions(6))
     base = options(tmp_path, [capped, free, other], concurrency=6)
-    council = dataclasses.replace(base.council, limits=Limits({"anthropic-cli": 2}))
-    batch = Batch(items, dataclasses.replace(base, council=council))
+    batch = Batch(items, dataclasses.replace(base, limits=Limits({"anthropic-cli": 2})))
     asyncio.run(batch.run())
     assert batch.tally.all_complete
     assert capped.peak == 2  # held to its cap, and the cap was reached

@@ -119,8 +119,8 @@ def test_a_capped_runtime_is_a_ray_resource_councils_wait_for(
 ) -> None:
     items = write_items(tmp_path / "items.jsonl", questions(4))
     base = options(tmp_path, voices(delay_s=0.3))
-    council = dataclasses.replace(base.council, limits=Limits({CAPPED: 1}))
-    batch = Batch(items, dataclasses.replace(base, council=council, ray=True, concurrency=4))
+    limits = Limits({CAPPED: 1})
+    batch = Batch(items, dataclasses.replace(base, limits=limits, ray=True, concurrency=4))
     asyncio.run(batch.run())
     spans = []
     for row in read_rows(tmp_path / "results.jsonl"):

@@ -5,36 +5,45 @@ keys. Every line is bounded before it is parsed (a hostile file of one endless l
 ``MAX_LINE_BYTES``, not the file's size) and judged on its own: a line that is not a valid
 item becomes a ``BadLine`` with its number and reason, and the batch goes on without it.
 
-Keys of an item (all but ``question`` optional; flags give the defaults):
+A line is an ask, the same one every door takes (``council.intake``): ``question`` and any
+of ``mode``, ``n``, ``artifact``, ``template``, ``chain``, ``deliberation``,
+``multi_round``, ``council_type``, ``summon``, ``timeout``, ``deadline``, ``prefer``, ...,
+or a whole ``request``; ``id`` defaults to ``item-<digest of the line>``. The batch's
+flags are the defaults a line's own keys beat, and a line may not set what only the one
+running the batch decides (consent, commands, keys). Two spellings are the batch's own:
+``artifact_text`` and ``artifact_name`` beside or instead of ``artifact``, and in CSV a
+list as ``a;b`` and a nested key as a dotted column (``multi_round.max_rounds``).
 
-    id              run id (run-<id>.json); default item-<digest of the item>
-    question        the question
-    mode            critique | review | judge
-    n               voices wanted
-    timeout         per-voice timeout in seconds
-    prefer          model families to seat first (a list, or "a;b" in CSV)
-    artifact        a file path, relative to the items file, that must stay inside its folder
-    artifact_text   the artifact inline instead
-    artifact_name   how the voices refer to it (default: the file's name, or "artifact")
-
-The artifact is read only when its council starts (``load_artifact``), so a batch of large
-files is never in memory at once.
+An artifact path resolves against the items file's folder and must stay inside it; the
+file is read only when its council starts, so a batch of large files is never in memory
+at once.
 """
 
 from __future__ import annotations
 
 import csv
-import difflib
 import hashlib
 import json
+import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pydantic import BaseModel
+
 from .. import safejson
-from ..contract import is_safe_run_id
-from ..council import parse_request
+from ..council.intake import (
+    KEYS,
+    Ask,
+    AskError,
+    Door,
+    Prepared,
+    Problem,
+    parse_ask,
+    prepare,
+    unknown_key,
+)
 from ..council.request import ARTIFACT_READ_CAP
 from ..errors import CouncilError, RequestError
 from ..safefile import read_capped
@@ -42,47 +51,34 @@ from ..safefile import read_capped
 # One line holds a question (20,000 characters at most) and may inline an artifact (read up
 # to 2 MB from a file); anything longer is not an item.
 MAX_LINE_BYTES = 4 * 1024 * 1024
-KEYS = (
-    "id",
-    "question",
-    "mode",
-    "n",
-    "timeout",
-    "prefer",
-    "artifact",
-    "artifact_text",
-    "artifact_name",
-)
 FORMATS = (".jsonl", ".csv")
-
-
-@dataclass(frozen=True)
-class Defaults:
-    """What an item does not say for itself: the batch's flags."""
-
-    mode: str | None = None
-    n: int | None = None
-    timeout: float | None = None
-    prefer: tuple[str, ...] = ()
+# The batch line's own spellings of the artifact, folded into ``artifact`` before the
+# intake reads the line.
+ARTIFACT_KEYS = ("artifact_text", "artifact_name")
+LINE_KEYS = (*KEYS, *ARTIFACT_KEYS)
 
 
 @dataclass(frozen=True)
 class Item:
-    """One valid line: its run id and the request it asks, artifact not yet read."""
+    """One valid line: the council it asks for, prepared by the intake, artifact not yet read."""
 
     line: int
-    id: str
-    request: Mapping[str, Any]
-    artifact_path: Path | None = None
-    artifact_name: str | None = None
+    prepared: Prepared
+
+    @property
+    def id(self) -> str:
+        return self.prepared.request.id
 
     def full_request(self) -> dict[str, Any]:
-        """The request with its artifact read now (bounded); RequestError if it cannot be."""
-        request = dict(self.request)
-        if self.artifact_path is not None:
+        """What the item asks, with its artifact read now (bounded) in place of its path:
+        what an earlier run is compared with, and what a Ray task is sent. RequestError if
+        the artifact cannot be read."""
+        request = self.prepared.request.model_dump(mode="json", exclude_unset=True)
+        artifact = self.prepared.request.artifact
+        if artifact is not None and artifact.path is not None:
             request["artifact"] = {
-                "name": self.artifact_name or self.artifact_path.name,
-                "text": load_artifact(self.artifact_path),
+                "name": artifact.shown_name,
+                "text": load_artifact(Path(artifact.path)),
             }
         return request
 
@@ -194,12 +190,7 @@ def _csv_records(fh: BinaryIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
     except csv.Error as exc:
         raise RequestError(f"the CSV header cannot be read: {exc}") from None
     header = [h.strip() for h in header]
-    unknown = [h for h in header if h not in KEYS]
-    if unknown:
-        raise RequestError(
-            f"the CSV header names unknown column(s) {', '.join(map(repr, unknown))}"
-            f" (columns: {', '.join(KEYS)})"
-        )
+    _check_header(header)
     while True:
         start = reader.line_num + 1
         try:
@@ -219,7 +210,67 @@ def _csv_records(fh: BinaryIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
         if len(row) != len(header):
             yield start, f"has {len(row)} cells, the header {len(header)}"
             continue
-        yield start, {k: v for k, v in zip(header, row, strict=True) if v != ""}
+        yield start, _csv_record(header, row)
+
+
+def _column_model(head: str) -> type[BaseModel] | None:
+    """The model a dotted column's head names (``multi_round`` → its keys), if any."""
+    info = Ask.model_fields.get(head)
+    if info is None:
+        return None
+    for arg in (info.annotation, *typing.get_args(info.annotation)):
+        for inner in (arg, *typing.get_args(arg)):
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                return inner
+    return None
+
+
+def _check_header(header: list[str]) -> None:
+    """Every column names a key of a line (dotted: a key inside one), or the file is refused,
+    saying the closest valid name, as every door says it."""
+    for column in header:
+        head, dot, rest = column.partition(".")
+        if not dot:
+            if column not in LINE_KEYS:
+                raise RequestError(f"the CSV header: column {unknown_key(column, LINE_KEYS)}")
+            continue
+        if head not in KEYS:
+            raise RequestError(f"the CSV header: column {unknown_key(head, KEYS)}")
+        inner = _column_model(head)
+        if inner is None:
+            raise RequestError(f"the CSV header: column {column!r}: {head} has no keys inside")
+        if rest not in inner.model_fields:
+            raise RequestError(
+                f"the CSV header: column {column!r}: {unknown_key(rest, inner.model_fields)}"
+            )
+
+
+def _is_list(key: str) -> bool:
+    info = Ask.model_fields.get(key)
+    if info is None:
+        return False
+    return any(
+        typing.get_origin(arg) is list
+        for arg in (info.annotation, *typing.get_args(info.annotation))
+    )
+
+
+def _csv_record(header: list[str], row: list[str]) -> dict[str, Any]:
+    """A row as the keys a JSON line would give: empty cells left out, ``a;b`` a list, a
+    dotted column a key inside its head's object. Values stay text; the intake reads
+    numbers and switches from text as it reads them from any door."""
+    record: dict[str, Any] = {}
+    for column, cell in zip(header, row, strict=True):
+        if cell == "":
+            continue
+        head, dot, rest = column.partition(".")
+        if dot:
+            record.setdefault(head, {})[rest] = cell
+        elif _is_list(column):
+            record[column] = [part.strip() for part in cell.split(";") if part.strip()]
+        else:
+            record[column] = cell
+    return record
 
 
 def records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -236,50 +287,33 @@ def records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
 # --------------------------------------------------------------------------- items
 
 
-def _closest(word: str) -> str:
-    found = difflib.get_close_matches(word, KEYS, n=1)
-    return f" (did you mean {found[0]!r}?)" if found else ""
+def _refused(key: str, message: str) -> AskError:
+    return AskError([Problem(key, message)])
 
 
-def _number(value: Any, key: str, kind: type) -> Any:
-    if isinstance(value, str):  # CSV cells are text
-        try:
-            value = kind(value.strip())
-        except ValueError:
-            raise ValueError(f"{key} must be a number, not {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{key} must be a number")
-    if kind is int and value != int(value):
-        raise ValueError(f"{key} must be a whole number")
-    return kind(value)
-
-
-def _families(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [v.strip() for v in value.replace(",", ";").split(";") if v.strip()]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise ValueError("prefer must be a list of family names")
-
-
-def _text(value: Any, key: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{key} must be text")
-    return value
-
-
-def _inside(base: Path, given: str) -> Path:
-    """The artifact path resolved against ``base``; it may not lead out of it (an items
-    file from elsewhere must not make the council send ``~/.ssh/id_rsa`` to the voices)."""
-    if "\x00" in given:
-        raise ValueError("artifact path contains a NUL byte")
-    root = base.resolve()
-    target = (root / given).resolve()
-    if target != root and root not in target.parents:
-        raise ValueError(f"artifact {given!r} is outside {root}; only files under it are read")
-    if not target.is_file():
-        raise ValueError(f"artifact {given!r} is not a file under {root}")
-    return target
+def _folded(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``artifact_text`` / ``artifact_name`` as the ask's one ``artifact``."""
+    out = {k: v for k, v in record.items() if k not in ARTIFACT_KEYS}
+    if not any(key in record for key in ARTIFACT_KEYS):
+        return out
+    text, name = record.get("artifact_text"), record.get("artifact_name")
+    if "artifact_text" in record and "artifact" in record:
+        raise AskError(
+            [Problem("artifact_text", "give artifact (a path) or artifact_text, not both")]
+        )
+    if "artifact_text" in record:
+        out["artifact"] = {"text": text, "name": "artifact" if name is None else name}
+    elif isinstance(record.get("artifact"), str):
+        out["artifact"] = {"path": record["artifact"], "name": name}
+    elif "artifact" in record:
+        raise AskError(
+            [Problem("artifact_name", "goes with artifact as a path; name it inside artifact")]
+        )
+    else:
+        raise AskError(
+            [Problem("artifact_name", "names an artifact: give artifact or artifact_text too")]
+        )
+    return out
 
 
 def _default_id(record: Mapping[str, Any]) -> str:
@@ -288,66 +322,25 @@ def _default_id(record: Mapping[str, Any]) -> str:
     return f"item-{hashlib.sha256(blob).hexdigest()[:16]}"
 
 
-def to_item(number: int, record: Mapping[str, Any], defaults: Defaults, base: Path) -> Item:
-    """One raw record as an Item; ValueError or CouncilError says what is wrong with it."""
-    unknown = [k for k in record if k not in KEYS]
-    if unknown:
-        key = unknown[0]
-        raise ValueError(f"unknown key {key[:60]!r}{_closest(key)}")
-    if "question" not in record:
-        raise ValueError("no question")
-    run_id = _text(record["id"], "id") if "id" in record else _default_id(record)
-    if not is_safe_run_id(run_id):
-        raise ValueError(
-            f"id {run_id[:80]!r} is not a safe file name (1-128 of A-Z a-z 0-9 . _ -, "
-            "starting with a letter or digit, no '..')"
-        )
-    request: dict[str, Any] = {"id": run_id, "question": _text(record["question"], "question")}
-    # What neither the item nor a flag says is left out, so a template or the contract's
-    # own default decides it, exactly as for a single council.
-    mode = record.get("mode", defaults.mode)
-    if mode is not None:
-        request["mode"] = _text(mode, "mode")
-    n = record.get("n", defaults.n)
-    if n is not None:
-        request["n"] = _number(n, "n", int)
-    timeout = record.get("timeout", defaults.timeout)
-    if timeout is not None:
-        request["budget"] = {"per_voice_timeout_s": _number(timeout, "timeout", float)}
-    prefer = record.get("prefer", list(defaults.prefer))
-    if prefer:
-        request["diversity"] = {"prefer_model_families": _families(prefer)}
-    name = _text(record["artifact_name"], "artifact_name") if "artifact_name" in record else None
-    if "artifact" in record and "artifact_text" in record:
-        raise ValueError("give artifact (a path) or artifact_text, not both")
-    path: Path | None = None
-    if "artifact_text" in record:
-        request["artifact"] = {
-            "name": name or "artifact",
-            "text": _text(record["artifact_text"], "artifact_text"),
-        }
-    elif "artifact" in record:
-        path = _inside(base, _text(record["artifact"], "artifact"))
-        # Validated with a stand-in text; the file itself is read when the council starts.
-        request["artifact"] = {"name": name or path.name, "text": ""}
-    parsed = parse_request(request)
-    if parsed.mode == "generate":
-        raise ValueError("mode 'generate' is not served; use critique, review or judge")
-    if path is not None:
-        del request["artifact"]
-    return Item(number, run_id, request, path, name)
+def to_item(number: int, record: Mapping[str, Any], door: Door) -> Item:
+    """One raw record as an Item, prepared as every door prepares an ask; AskError (or
+    another CouncilError) says what is wrong with it, at its key."""
+    ask = parse_ask(_folded(record))
+    nested = record.get("request")
+    if ask.id is None and not (isinstance(nested, Mapping) and "id" in nested):
+        ask = ask.model_copy(update={"id": _default_id(record)})
+    return Item(number, prepare(ask, door))
 
 
-def items(path: Path, defaults: Defaults, base: Path | None = None) -> Iterator[Item | BadLine]:
+def items(path: Path, door: Door) -> Iterator[Item | BadLine]:
     """Every line of ``path`` as an Item or a BadLine, in file order."""
-    where = base if base is not None else path.parent
     for number, record in records(path):
         if isinstance(record, str):
             yield BadLine(number, record)
             continue
         try:
-            yield to_item(number, record, defaults, where)
-        except (ValueError, CouncilError) as exc:
+            yield to_item(number, record, door)
+        except CouncilError as exc:
             yield BadLine(number, _one_line(str(exc)))
 
 
@@ -356,14 +349,14 @@ def _one_line(text: str) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def scan(path: Path, defaults: Defaults, base: Path | None = None) -> Scan:
+def scan(path: Path, door: Door) -> Scan:
     """The first pass: count the items, list every bad line and every id used twice.
 
     Only ids and line numbers are kept, so a file of any length scans in little memory.
     """
     found = Scan()
     first: dict[str, int] = {}
-    for entry in items(path, defaults, base):
+    for entry in items(path, door):
         if isinstance(entry, BadLine):
             found.bad.append(entry)
             continue
@@ -385,10 +378,9 @@ def describe_duplicates(duplicates: Mapping[str, list[int]], limit: int = 20) ->
 
 
 __all__ = [
-    "KEYS",
+    "LINE_KEYS",
     "MAX_LINE_BYTES",
     "BadLine",
-    "Defaults",
     "Item",
     "Scan",
     "describe_duplicates",

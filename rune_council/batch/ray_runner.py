@@ -2,10 +2,11 @@
 
 The driver (this process) keeps everything that must stay consistent: it reads the items,
 decides from its own run files what runs (``resume``), holds each run id's lock while its
-task runs, and writes the run file and the row when the task comes back. A task gets the
-request with its artifact inline (nothing is read from the driver's disk on a node) and the
-council's options, runs ``aconvene`` in a private directory on its node, and returns the
-finished run file's bytes: nothing assumes a disk shared with the driver.
+task runs, and writes the run files and the row when the task comes back. A task gets the
+request with its artifact inline (nothing is read from the driver's disk on a node), the
+options the intake prepared and the chain if the item asks one, runs the council (or each
+step) in a private directory on its node, and returns the finished run files' bytes:
+nothing assumes a disk shared with the driver.
 
 Bounds: ``--concurrency`` caps the tasks in flight, as it caps local councils. Every capped
 runtime is also a Ray resource ``rune:<name>``, and a council task asks for one unit of each
@@ -20,6 +21,7 @@ Ray is imported only here, and only when ``--ray`` is given.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import tempfile
@@ -30,12 +32,14 @@ from typing import Any
 from .. import runlock, safejson
 from ..contract import CouncilResult
 from ..council import CouncilOptions, aconvene
+from ..council.chain import aconvene_chain
 from ..council.request import claim_run_file
 from ..errors import CouncilError, RequestError
 from ..paths import RuneDir
 from ..recorder import RunRecorder
 from ..runtimes.limits import Limits, limit_key
-from .scheduler import CouncilFailed
+from .items import Item
+from .scheduler import BatchOptions, CouncilFailed
 
 RESOURCE_PREFIX = "rune:"
 # A council mostly waits on its voices: a tenth of a CPU each lets a 2-CPU node hold
@@ -50,35 +54,48 @@ def _node_rune_dir() -> Path:
 
 
 def council_task(
-    request: dict[str, Any], options: CouncilOptions, caps: Mapping[str, int]
-) -> tuple[bytes | None, str | None]:
-    """Runs on a Ray worker: one council, its run file's bytes and the failure, if any."""
+    request: dict[str, Any],
+    options: CouncilOptions,
+    caps: Mapping[str, int],
+    chain: str | None = None,
+    run_ids: tuple[str, ...] = (),
+) -> tuple[dict[str, bytes], str | None]:
+    """Runs on a Ray worker: one council (or a chain's steps), the bytes of each run file
+    it wrote among ``run_ids``, and the failure, if any."""
     where = _node_rune_dir()
     opts = dataclasses.replace(
         options, rune_dir=where, limits=Limits(dict(caps)), overwrite=True, on_event=None
     )
-    run_file = RuneDir.resolve(where).run_file(str(request["id"]))
+    node = RuneDir.resolve(where)
     error: str | None = None
     try:
-        asyncio.run(aconvene(request, opts))
+        if chain is not None:
+            asyncio.run(aconvene_chain(request, opts, chain))
+        else:
+            asyncio.run(aconvene(request, opts))
     except CouncilError as exc:
         error = str(exc)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-    try:
-        data = run_file.read_bytes() if run_file.exists() else None
-    finally:
-        run_file.unlink(missing_ok=True)
-    if data is not None and len(data) > RUN_FILE_CAP:
-        return None, f"the run file is larger than {RUN_FILE_CAP} bytes"
-    return data, error
+    files: dict[str, bytes] = {}
+    for run_id in run_ids or (str(request["id"]),):
+        run_file = node.run_file(run_id)
+        try:
+            if run_file.exists():
+                data = run_file.read_bytes()
+                if len(data) > RUN_FILE_CAP:
+                    return {}, f"the run file {run_id} is larger than {RUN_FILE_CAP} bytes"
+                files[run_id] = data
+        finally:
+            run_file.unlink(missing_ok=True)
+    return files, error
 
 
-async def capped_runtimes(options: CouncilOptions, limits: Limits) -> dict[str, int]:
+async def capped_runtimes(options: BatchOptions, limits: Limits) -> dict[str, int]:
     """The caps of the runtimes a council may seat, as far as the driver can know them: the
-    caller's runtimes, else the CLIs detected here; plus every cap the user named."""
+    batch's runtimes, else the CLIs detected here; plus every cap the user named."""
     caps = dict(limits.caps)
-    runtimes = list(options.runtimes or []) + list(options.extra_runtimes)
+    runtimes = list(options.runtimes or [])
     if options.runtimes is None:
         runtimes += await _detected(options)
     for runtime in runtimes:
@@ -88,23 +105,21 @@ async def capped_runtimes(options: CouncilOptions, limits: Limits) -> dict[str, 
     return caps
 
 
-async def _detected(options: CouncilOptions) -> list[Any]:
+async def _detected(options: BatchOptions) -> list[Any]:
     from ..discovery.assembly import assemble_clis
 
-    where = RuneDir.resolve(options.rune_dir)
-    env = dict(os.environ) if options.env is None else dict(options.env)
+    door = options.door
+    env = dict(os.environ) if door.env is None else dict(door.env)
     clis = await assemble_clis(
-        where, env=env, allow_external=options.allow_external, config=options.config
+        door.where, env=env, allow_external=door.defaults.yes, config=door.config
     )
     return list(clis.runtimes)
 
 
 class RayConvener:
-    """Runs each council as a Ray task; called like ``aconvene`` by the scheduler."""
+    """Runs each item's council as a Ray task; called like the local convener."""
 
-    def __init__(
-        self, options: CouncilOptions, caps: Mapping[str, int], address: str | None = None
-    ) -> None:
+    def __init__(self, options: BatchOptions, caps: Mapping[str, int]) -> None:
         try:
             import ray
         except ImportError:
@@ -113,12 +128,10 @@ class RayConvener:
             ) from None
         self._ray = ray
         self.caps = dict(caps)
-        self.where = RuneDir.resolve(options.rune_dir)
-        # What a task carries: no shared limits (each worker builds its own from the caps)
-        # and no callback into this process.
-        self.options = dataclasses.replace(options, limits=None, on_event=None)
+        self.where = options.door.where
+        self.runtimes = options.runtimes
         self.started_here = False
-        address = address or os.environ.get("RAY_ADDRESS") or None
+        address = options.ray_address or os.environ.get("RAY_ADDRESS") or None
         if not ray.is_initialized():
             if address:
                 ray.init(address=address, log_to_driver=False)
@@ -142,29 +155,47 @@ class RayConvener:
             num_cpus=TASK_CPUS, resources=wants or None, max_retries=0
         )
 
-    async def __call__(self, request: dict[str, Any], overwrite: bool) -> CouncilResult:
-        path = self.where.run_file(str(request["id"]))
-        # The driver holds the id for the whole task: one council per item at a time, here
-        # and against any other batch or council on this machine.
-        with runlock.claim(path):
-            claim_run_file(self.where, str(request["id"]), overwrite)
-            ref = self._remote.remote(request, self.options, self.caps)
+    def _options(self, item: Item) -> CouncilOptions:
+        # What a task carries: no shared limits (each worker builds its own from the caps)
+        # and no callback into this process.
+        changes: dict[str, Any] = {"limits": None, "on_event": None}
+        if self.runtimes is not None:
+            changes.update(runtimes=self.runtimes, endpoints=None)
+        return dataclasses.replace(item.prepared.options, **changes)
+
+    async def __call__(self, item: Item, overwrite: bool) -> CouncilResult:
+        request = item.full_request()
+        run_ids = tuple(run_id for _, run_id in item.prepared.runs())
+        paths = {run_id: self.where.run_file(run_id) for run_id in run_ids}
+        # The driver holds every id the item writes for the whole task: one council per
+        # item at a time, here and against any other batch or council on this machine.
+        with contextlib.ExitStack() as held:
+            for run_id, path in paths.items():
+                held.enter_context(runlock.claim(path))
+                claim_run_file(self.where, run_id, overwrite)
+            ref = self._remote.remote(
+                request, self._options(item), self.caps, item.prepared.chain, run_ids
+            )
             try:
-                data, error = await ref
+                files, error = await ref
             except asyncio.CancelledError:
                 # Interrupts the task: its council ends cancelled and kills its voices.
                 self._ray.cancel(ref)
                 raise
-            if data is None:
+            if item.id not in files:
                 raise CouncilFailed(error or "the task sent no run file back")
-            result = CouncilResult.model_validate(
-                safejson.loads(data, max_bytes=RUN_FILE_CAP, what="run file from a Ray task")
-            )
-            result.run_file = str(path)
-            RunRecorder(path).write(result)
+            results = {
+                run_id: CouncilResult.model_validate(
+                    safejson.loads(data, max_bytes=RUN_FILE_CAP, what="run file from a Ray task")
+                )
+                for run_id, data in files.items()
+            }
+            for run_id, result in results.items():
+                result.run_file = str(paths[run_id])
+                RunRecorder(paths[run_id]).write(result)
         if error is not None:
             raise CouncilFailed(error)
-        return result
+        return results[item.id]
 
     def close(self) -> None:
         if self.started_here:

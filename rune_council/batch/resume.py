@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..contract import CouncilResult
 from ..council import parse_request
 from ..errors import RunFileError
 from ..runs import liveness, load
@@ -44,10 +45,20 @@ def _within(asked: Any, recorded: Any) -> bool:
     return bool(asked == recorded)
 
 
+def _as_asked(recorded: CouncilResult) -> dict[str, Any]:
+    """The recorded request with its artifact as the voices read it: an item's artifact is
+    compared by name and content, whether the run was given its path or its text."""
+    request = recorded.request.model_dump(mode="json")
+    artifact = recorded.request.artifact
+    if artifact is not None:
+        request["artifact"] = {"name": artifact.shown_name, "text": recorded.artifact_text}
+    return request
+
+
 def decide(
     run_id: str, line: int, path: Path, request: dict[str, Any], *, retry_failed: bool
 ) -> Decision:
-    """``request`` is the item's request with its artifact read (what the council would get)."""
+    """``request`` is what the item asks, its artifact read (``Item.full_request``)."""
     # A symlink counts as a file even when it dangles: it is refused below (a run file is
     # read only as a plain file), never taken for "no run yet" and written through.
     if not path.exists() and not path.is_symlink():
@@ -60,7 +71,7 @@ def decide(
     if recorded.status == "complete":
         # Only what the item asks is compared: a template may have filled the rest.
         asked = parse_request(request).model_dump(mode="json", exclude_unset=True)
-        if not _within(asked, recorded.request.model_dump(mode="json")):
+        if not _within(asked, _as_asked(recorded)):
             return Decision("rerun", why="the item changed since its run file was written")
         check = verify(recorded)
         if check.reproduced:

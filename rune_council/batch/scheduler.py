@@ -1,10 +1,11 @@
 """Run a batch: at most ``concurrency`` councils at once, each item's outcome one row.
 
 The schedule is the same wherever councils run: K workers take items in file order from
-one shared reader, decide from the item's earlier run file whether it runs (``resume``),
-hand it to a ``Convener`` (``aconvene`` here, a Ray task in ``ray_runner``) and write its
-row. Stopping the batch (Ctrl-C, cancelling the task) cancels every running council, whose
-run file then says ``cancelled``, and writes a ``cancelled`` row for each before it ends.
+one shared reader (each line prepared by the intake every door uses), decide from the
+item's earlier run file whether it runs (``resume``), hand it to a ``Convener`` (the
+prepared council run here, a Ray task in ``ray_runner``) and write its row. Stopping the
+batch (Ctrl-C, cancelling the task) cancels every running council, whose run file then says
+``cancelled``, and writes a ``cancelled`` row for each before it ends.
 """
 
 from __future__ import annotations
@@ -13,22 +14,24 @@ import asyncio
 import dataclasses
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..contract import CouncilResult
-from ..council import CouncilOptions, aconvene
+from ..council.intake import Door
 from ..errors import CouncilError, RequestError, RunIdError
-from ..paths import RuneDir
 from ..runtimes.limits import Limits, caps_from_config
-from .items import BadLine, Defaults, Item, describe_duplicates, items, scan
+from .items import BadLine, Item, describe_duplicates, items, scan
 from .results import ResultsFile, Row, Status, Tally, row_for
 from .resume import decide
 
-Convener = Callable[[dict[str, Any], bool], Awaitable[CouncilResult]]
-"""Runs one council: (request with its artifact inline, overwrite an earlier run file)."""
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+Convener = Callable[[Item, bool], Awaitable[CouncilResult]]
+"""Runs one item's council: (the item, overwrite an earlier run file)."""
 
 
 class Observer(Protocol):
@@ -52,29 +55,39 @@ class Quiet:
         pass
 
 
+def batch_door(**settings: Any) -> Door:
+    """The batch as a door: its lines are not the operator (an items file may come from
+    anywhere), and their artifacts resolve under the items file's folder. ``settings`` are
+    the operator's (``rune_dir``, ``defaults``, ``config``, ``env``)."""
+    return Door(**{"name": "the batch", "trusted_caller": False, "artifact_root": None, **settings})
+
+
 @dataclass(frozen=True)
 class BatchOptions:
-    """How to run a batch. ``council`` is what every council shares (its ``rune_dir`` is
-    where run files go); ``defaults`` fills what an item leaves out."""
+    """How to run a batch.
 
-    council: CouncilOptions = field(default_factory=CouncilOptions)
-    defaults: Defaults = field(default_factory=Defaults)
+    ``door`` says who asks and what the operator decided for every line: ``defaults`` (the
+    batch's flags, consent among them), ``rune_dir`` (where run files go), ``config`` (read
+    once here when None), ``env``; its ``artifact_root`` None means the items file's folder.
+    ``limits`` bounds the calls in flight per runtime across every council (default: the
+    caps council.toml names). ``runtimes`` replaces detection and everything council.toml
+    would seat with exactly these voices, for every council (custom runtimes, tests).
+    """
+
+    door: Door = field(default_factory=batch_door)
+    limits: Limits | None = None
+    runtimes: Sequence[Runtime] | None = None
     concurrency: int = 4
     retry_failed: bool = False
     strict: bool = False
     results: Path | None = None
-    base: Path | None = None  # artifact paths resolve under it; default the items' folder
     ray: bool = False  # run each council as a Ray task (``ray_runner``)
     ray_address: str | None = None  # default $RAY_ADDRESS, else a local cluster
 
     def results_path(self, items_path: Path) -> Path:
         if self.results is not None:
             return self.results
-        return (
-            RuneDir.resolve(self.council.rune_dir).root
-            / "batch"
-            / (f"{items_path.stem}.results.jsonl")
-        )
+        return self.door.where.root / "batch" / f"{items_path.stem}.results.jsonl"
 
 
 class CouncilFailed(Exception):
@@ -107,15 +120,33 @@ class Batch:
         if self.options.concurrency < 1:
             raise RequestError("concurrency must be at least 1")
         self.results_path = self.options.results_path(self.path)
-        council = self.options.council
-        if council.limits is None:
+        door = self.options.door
+        changes: dict[str, Any] = {}
+        if door.artifact_root is None:
+            changes["artifact_root"] = self.path.parent.absolute()
+        if door.config is None:
+            # Read once for every line, as one council reads it once.
+            from ..config import load_config
+
+            env = dict(os.environ) if door.env is None else dict(door.env)
+            changes["config"] = load_config(door.where, env)
+        if changes:
+            self.options = dataclasses.replace(
+                self.options, door=dataclasses.replace(door, **changes)
+            )
+        if self.options.limits is None:
             # One set of limits for every council of the batch: that is what bounds them.
-            council = dataclasses.replace(council, limits=Limits(_caps(council)))
-            self.options = dataclasses.replace(self.options, council=council)
+            caps = {} if self.options.runtimes is not None else self._configured_caps()
+            self.options = dataclasses.replace(self.options, limits=Limits(caps))
+
+    def _configured_caps(self) -> dict[str, int]:
+        config = self.options.door.config
+        assert config is not None
+        return caps_from_config(config)
 
     def check(self) -> list[BadLine]:
         """The first pass; raises BadItems when the batch must not start. Returns bad lines."""
-        found = scan(self.path, self.options.defaults, self.options.base)
+        found = scan(self.path, self.options.door)
         if found.duplicates:
             raise BadItems(
                 f"{self.path}: the same id on more than one line: "
@@ -135,10 +166,9 @@ class Batch:
         if convene is None and self.options.ray:
             from .ray_runner import RayConvener, capped_runtimes
 
-            council = self.options.council
-            assert council.limits is not None
-            caps = await capped_runtimes(council, council.limits)
-            ray = RayConvener(council, caps, self.options.ray_address)
+            assert self.options.limits is not None
+            caps = await capped_runtimes(self.options, self.options.limits)
+            ray = RayConvener(self.options, caps)
             self.notes += ray.notes
             try:
                 return await self._run(bad, ray)
@@ -166,7 +196,7 @@ class Batch:
         return self.tally
 
     def _good_items(self, out: ResultsFile, reported: set[int]) -> Iterator[Item]:
-        for entry in items(self.path, self.options.defaults, self.options.base):
+        for entry in items(self.path, self.options.door):
             if isinstance(entry, Item):
                 yield entry
             elif entry.line not in reported:
@@ -185,9 +215,10 @@ class Batch:
         self.observer.item_done(row, ran)
 
     async def _one(self, item: Item, out: ResultsFile, convene: Convener) -> None:
-        where = RuneDir.resolve(self.options.council.rune_dir)
-        path = where.run_file(item.id)
+        path = self.options.door.where.run_file(item.id)
         try:
+            # What the item asks, its artifact as read now: an earlier run of anything
+            # else is not this item's.
             request = item.full_request()
         except CouncilError as exc:
             self._record(out, Row(id=item.id, line=item.line, status="failed", error=str(exc)))
@@ -208,7 +239,10 @@ class Batch:
         self.observer.item_started(item.id)
         started = time.monotonic()
         try:
-            result = await convene(request, decision.action == "rerun")
+            # A chain's earlier steps are files of this item too: a run stopped after its
+            # first step left one, which the next run replaces.
+            overwrite = decision.action == "rerun" or item.prepared.chain is not None
+            result = await convene(item, overwrite)
         except asyncio.CancelledError:
             stopped = "the batch was stopped while it ran; the next run picks it up"
             self._record(out, self._ended(item, "cancelled", stopped, path, started), True)
@@ -239,21 +273,12 @@ class Batch:
             error=" ".join(why.split())[:500],
         )
 
-    async def _local(self, request: dict[str, Any], overwrite: bool) -> CouncilResult:
-        options = dataclasses.replace(self.options.council, overwrite=overwrite)
-        return await aconvene(request, options)
-
-
-def _caps(council: CouncilOptions) -> dict[str, int]:
-    """The caps council.toml names, read as the councils will read it."""
-    if council.config is not None:
-        return caps_from_config(council.config)
-    if council.runtimes is not None:
-        return {}  # the caller's voices replace everything council.toml would seat
-    from ..config import load_config
-
-    env = dict(os.environ) if council.env is None else dict(council.env)
-    return caps_from_config(load_config(RuneDir.resolve(council.rune_dir), env))
+    async def _local(self, item: Item, overwrite: bool) -> CouncilResult:
+        changes: dict[str, Any] = {"overwrite": overwrite, "limits": self.options.limits}
+        if self.options.runtimes is not None:
+            # Exactly these voices: nothing council.toml names is seated beside them.
+            changes.update(runtimes=self.options.runtimes, endpoints=None)
+        return await item.prepared.with_options(**changes).aconvene()
 
 
 async def run_batch(

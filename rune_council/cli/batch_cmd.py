@@ -1,10 +1,17 @@
-"""``rune council batch ITEMS.jsonl|.csv``: one council per line, resumable, bounded."""
+"""``rune council batch ITEMS.jsonl|.csv``: one council per line, resumable, bounded.
+
+Every line is an ask, read by the intake every door uses; the flags are the council flags
+of ``rune council``, spelled as the intake spells them (``intake.FLAGS``; a test keeps the
+two in step), and give the defaults a line's own keys beat. Each flag's parameter is named
+after its key's last part (``multi_round.max_rounds`` is ``max_rounds``, ``--rounds``).
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,8 +19,17 @@ from ..errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json, fail
 
 if TYPE_CHECKING:
-    from ..batch import BatchOptions, Row
+    from ..batch import Row
     from ..batch.progress import Pace
+    from ..config import CouncilConfig
+    from ..council.intake import AskDefaults
+    from ..paths import RuneDir
+
+# The council flag a batch does not take: every line has its own id. Consent (--yes) is
+# the batch's own decision, given to every council with the prompt's answer.
+NOT_DEFAULTS = frozenset({"id", "yes"})
+# Done once for the whole batch, not again by every council.
+ONCE = frozenset({"refresh", "refresh_models"})
 
 
 class _Printer:
@@ -35,11 +51,14 @@ class _Printer:
 
 @council_app.command(
     "batch",
-    help="Run one council per line of ITEMS (.jsonl objects or .csv with a header): keys id, "
-    "question, mode, n, timeout, prefer, artifact (a path under the items file's folder), "
-    "artifact_text, artifact_name. A rerun keeps finished items and picks up the rest.",
+    help="Run one council per line of ITEMS (.jsonl objects or .csv with a header). A line "
+    "takes the keys every door takes (question, mode, n, artifact under the items file's "
+    "folder, template, chain, deliberation, multi_round, council_type, summon, timeout, ..., "
+    "id) plus artifact_text and artifact_name; the flags give their defaults. A rerun keeps "
+    "finished items and picks up the rest.",
 )
 def batch_command(
+    ctx: typer.Context,
     items: Annotated[Path, typer.Argument(help="The items file (.jsonl or .csv).")],
     concurrency: Annotated[
         int, typer.Option("--concurrency", "-c", min=1, max=256, help="Councils running at once.")
@@ -55,29 +74,114 @@ def batch_command(
         typer.Option(help="Where results.jsonl goes (default .rune/batch/<items>.results.jsonl)."),
     ] = None,
     mode: Annotated[
-        str | None, typer.Option(help="Default mode: critique | review | judge (judge).")
+        str | None,
+        typer.Option("--mode", help="Default mode: critique | review | judge (judge)."),
     ] = None,
     n: Annotated[int | None, typer.Option("--n", help="Default voices per council (3).")] = None,
+    artifact: Annotated[
+        Path | None,
+        typer.Option(
+            "--artifact",
+            help="A file every line that names none critiques or reviews (read once, inlined).",
+        ),
+    ] = None,
+    template: Annotated[
+        str | None, typer.Option("--template", help="Council template (see templates).")
+    ] = None,
+    chain: Annotated[
+        str | None,
+        typer.Option("--chain", help="Chain of councils every line runs (see templates)."),
+    ] = None,
+    deliberation: Annotated[
+        str | None, typer.Option("--deliberate", help="After the single pass: vote | rank.")
+    ] = None,
+    max_rounds: Annotated[
+        int | None, typer.Option("--rounds", help="Deliberation rounds at most.")
+    ] = None,
+    convergence_threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--convergence-threshold",
+            help="Stop the rounds early once consensus reaches this (0-1).",
+        ),
+    ] = None,
+    on_divergence: Annotated[
+        str | None,
+        typer.Option("--on-divergence", help="warn | halt | continue when consensus falls."),
+    ] = None,
+    round_prompt_prefix: Annotated[
+        str | None,
+        typer.Option("--round-prompt-prefix", help="Text put before each later round."),
+    ] = None,
+    council_type: Annotated[
+        str | None,
+        typer.Option("--council-type", help="standard | red_team (risk register)."),
+    ] = None,
+    vote_threshold: Annotated[
+        float | None,
+        typer.Option("--vote-threshold", help="Share of counted ballots an item needs."),
+    ] = None,
+    orchestrator: Annotated[
+        str | None,
+        typer.Option("--orchestrator", help="Runtime that consolidates the verdict."),
+    ] = None,
+    orchestrator_cmd: Annotated[
+        str | None,
+        typer.Option("--orchestrator-cmd", help="Command (prompt on stdin) as orchestrator."),
+    ] = None,
+    summon: Annotated[
+        list[str] | None,
+        typer.Option("--summon", help="Member from a later round: WHO[@ROUND]; needs --rounds."),
+    ] = None,
     timeout: Annotated[
-        float | None, typer.Option(help="Default per-voice timeout in seconds.")
+        float | None, typer.Option("--timeout", help="Default per-voice timeout in seconds.")
+    ] = None,
+    deadline: Annotated[
+        float | None,
+        typer.Option("--deadline", help="Stop waiting for stragglers after this (seconds)."),
     ] = None,
     prefer: Annotated[
-        list[str] | None, typer.Option(help="Model family to seat first; repeatable.")
+        list[str] | None,
+        typer.Option("--prefer", help="Model family to seat first; repeatable."),
     ] = None,
     subagent_cmd: Annotated[
         str | None,
-        typer.Option(help="Command that answers a prompt on stdin; takes failed or empty slots."),
+        typer.Option(
+            "--subagent-cmd",
+            help="Command that answers a prompt on stdin; takes failed or empty slots.",
+        ),
     ] = None,
     subagent_family: Annotated[
-        str | None, typer.Option(help="Model family of the subagent command.")
+        str | None,
+        typer.Option("--subagent-family", help="Model family of the subagent command."),
     ] = None,
-    endpoint: Annotated[
+    subagent_endpoint: Annotated[
+        str | None,
+        typer.Option("--subagent-endpoint", help="Endpoint whose model takes failed slots."),
+    ] = None,
+    subagent_model: Annotated[
+        str | None,
+        typer.Option("--subagent-model", help="Model id for --subagent-endpoint."),
+    ] = None,
+    endpoints: Annotated[
         list[str] | None,
-        typer.Option(help="OpenAI-compatible endpoint (URL, preset or council.toml name)."),
+        typer.Option(
+            "--endpoint", help="OpenAI-compatible endpoint (URL, preset or council.toml name)."
+        ),
     ] = None,
     key_env: Annotated[
-        str | None, typer.Option(help="Environment variable holding the key for --endpoint.")
+        str | None,
+        typer.Option("--key-env", help="Environment variable holding the key for --endpoint."),
     ] = None,
+    refresh: Annotated[
+        bool, typer.Option("--refresh", help="Probe the CLIs again, once, before the batch.")
+    ] = False,
+    refresh_models: Annotated[
+        bool,
+        typer.Option(
+            "--refresh-models", help="List the endpoints' models again, once, before the batch."
+        ),
+    ] = False,
     rune_dir: Annotated[
         Path | None, typer.Option(help="Where .rune files go (default ./.rune).")
     ] = None,
@@ -98,9 +202,6 @@ def batch_command(
             "Default 4 per AI CLI, 8 per endpoint."
         ),
     ] = None,
-    template: Annotated[
-        str | None, typer.Option(help="Council template every item uses (see templates).")
-    ] = None,
     ray: Annotated[
         bool, typer.Option("--ray", help="Run the councils as Ray tasks (pip extra: ray).")
     ] = False,
@@ -110,14 +211,14 @@ def batch_command(
     ] = None,
 ) -> None:
     import asyncio
+    import dataclasses
 
-    from ..batch import BadItems, Batch, BatchOptions, Defaults
+    from ..batch import BadItems, Batch, BatchOptions
     from ..batch.progress import progress
     from ..batch.summary import render_summary
     from ..config import load_config
-    from ..council import CouncilOptions
+    from ..council.intake import Door
     from ..discovery.assembly import detect_configured
-    from ..endpoints import setup_from_options
     from ..paths import RuneDir
     from ..runtimes.limits import Limits, caps_from_config
     from .consent_prompt import external_consent
@@ -127,25 +228,20 @@ def batch_command(
     stopped: KeyboardInterrupt | None = None
     with council_errors(), terminating_signals():
         config = load_config(where)
-        endpoints = setup_from_options(
-            where,
-            endpoints=endpoint or (),
-            key_env=key_env,
-            with_subagent=False,
+        defaults = _defaults(ctx.params)
+        caps = {**caps_from_config(config), **_caps(max_concurrent or [])}
+        door = Door(
+            name="the batch",
+            rune_dir=where.root,
+            # An items file may come from anywhere: its lines ask, the flags decide.
+            artifact_root=items.parent.absolute(),
+            trusted_caller=False,
+            defaults=defaults,
             config=config,
         )
-        caps = {**caps_from_config(config), **_caps(max_concurrent or [])}
         options = BatchOptions(
-            council=CouncilOptions(
-                subagent_command=subagent_cmd,
-                subagent_family=subagent_family,
-                endpoints=endpoints,
-                rune_dir=where.root,
-                config=config,
-                template=template,
-                limits=Limits(caps),
-            ),
-            defaults=Defaults(mode=mode, n=n, timeout=timeout, prefer=tuple(prefer or ())),
+            door=door,
+            limits=Limits(caps),
             concurrency=concurrency,
             retry_failed=retry_failed,
             strict=strict,
@@ -161,11 +257,20 @@ def batch_command(
                 for line in exc.bad:
                     echo(f"rune council: {line}", err=True)
                 raise
-            allow = external_consent(where, yes=yes, refresh=False, config=config)
-            batch.options = _with_consent(batch.options, allow)
+            # Asked once the lines are known good, and given to every council as the
+            # batch's own answer.
+            allow = external_consent(where, yes=yes, refresh=refresh, config=config)
+            consented = defaults.model_copy(update={"yes": allow})
+            batch.options = dataclasses.replace(
+                batch.options, door=dataclasses.replace(batch.options.door, defaults=consented)
+            )
             # Detected once here, so the councils that start together read today's cache
             # instead of each probing every CLI at the same moment.
-            asyncio.run(detect_configured(where, env=dict(os.environ), config=config))
+            asyncio.run(
+                detect_configured(where, env=dict(os.environ), refresh=refresh, config=config)
+            )
+            if refresh_models:
+                asyncio.run(_list_models(where, defaults, config))
             try:
                 asyncio.run(batch.run())
             except KeyboardInterrupt as exc:
@@ -184,6 +289,48 @@ def batch_command(
         raise typer.Exit(ExitCode.NO_VERDICT)
 
 
+def _defaults(params: Mapping[str, Any]) -> AskDefaults:
+    """The council flags given, as the defaults of every line; a bad value is said with its
+    flag (``--rounds: ...``)."""
+    from pydantic import ValidationError
+
+    from ..batch.items import load_artifact
+    from ..council.intake import FLAGS, AskDefaults, AskError, flag_spelling, problems_of
+
+    given: dict[str, Any] = {}
+    for key in FLAGS:
+        value = params.get(key.rpartition(".")[2])
+        if key in NOT_DEFAULTS or key in ONCE or value is None or value is False or value == []:
+            continue
+        if key == "artifact":
+            path = Path(value)
+            value = {"name": path.name, "text": load_artifact(path)}
+        head, dot, inner = key.partition(".")
+        if dot:
+            given.setdefault(head, {})[inner] = value
+        else:
+            given[key] = value
+    try:
+        return AskDefaults.model_validate(given)
+    except ValidationError as exc:
+        raise AskError(problems_of(exc, AskDefaults), flag_spelling) from None
+
+
+async def _list_models(where: RuneDir, defaults: AskDefaults, config: CouncilConfig) -> None:
+    from ..endpoints import setup_from_options
+    from ..endpoints.assembly import survey
+
+    setup = setup_from_options(
+        where,
+        endpoints=defaults.endpoints or (),
+        key_env=defaults.key_env,
+        refresh=True,
+        with_subagent=False,
+        config=config,
+    )
+    await survey(setup, where, dict(os.environ))
+
+
 def _caps(given: list[str]) -> dict[str, int]:
     caps: dict[str, int] = {}
     for entry in given:
@@ -195,10 +342,3 @@ def _caps(given: list[str]) -> dict[str, int]:
             )
         caps[name.strip()] = int(value)
     return caps
-
-
-def _with_consent(options: BatchOptions, allow: bool | None) -> BatchOptions:
-    import dataclasses
-
-    council = dataclasses.replace(options.council, allow_external=allow)
-    return dataclasses.replace(options, council=council)
