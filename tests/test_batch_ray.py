@@ -137,3 +137,19 @@ def test_a_rerun_on_ray_keeps_what_finished(tmp_path: Path, cluster: None) -> No
     asyncio.run(run_batch(items, opts))
     tally = asyncio.run(run_batch(items, opts))
     assert tally.resumed == 3 and tally.all_complete
+
+
+def test_a_chain_item_on_ray_sends_back_every_step(tmp_path: Path, cluster: None) -> None:
+    line = {"id": "ch", "question": "Should it ship?", "chain": "red-team-first"}
+    items = write_items(tmp_path / "items.jsonl", [line])
+    opts = dataclasses.replace(options(tmp_path, voices()), ray=True)
+    asyncio.run(run_batch(items, opts))
+    [row] = read_rows(tmp_path / "results.jsonl")
+    assert row.status == "complete", row
+    council = tmp_path / ".rune" / "council"
+    first, last = load(council / "run-ch.red-team.json"), load(council / "run-ch.json")
+    assert first.request.chain is not None and first.request.chain.step == 1
+    assert last.request.chain is not None and last.request.chain.step == 2
+    assert first.run_file == str(council / "run-ch.red-team.json")
+    tally = asyncio.run(run_batch(items, opts))
+    assert tally.resumed == 1
