@@ -21,11 +21,11 @@ from pydantic import (
     model_validator,
 )
 
-# Writers write 2.6; readers accept 2.0 to 2.5 too, since each version only added to the
+# Writers write 2.7; readers accept 2.0 to 2.6 too, since each version only added to the
 # last. A new version adds optional fields only: bump the minor number here, add it to
 # SchemaVersion, regenerate contracts/ and describe it in contracts/council-voice-contract.md.
-SCHEMA_VERSION: Literal["2.6"] = "2.6"
-SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6"]
+SCHEMA_VERSION: Literal["2.7"] = "2.7"
+SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7"]
 MAX_VOICES = 5
 MIN_VOICES = 2
 
@@ -58,7 +58,13 @@ AttemptOutcome = Literal[
     # 2.4: still running when the council's deadline passed with enough families answered;
     # the voice was stopped and its slot left out of the verdict.
     "late",
+    # 2.7: the server stopped the reply at its token limit (finish_reason "length"), so the
+    # answer is incomplete whatever it holds.
+    "truncated",
 ]
+# 2.7: the output constraint an endpoint request carried (``response_format``): the voice
+# answer's JSON Schema, any JSON object, or none.
+ResponseFormatKind = Literal["json_schema", "json_object", "none"]
 # ``queued`` (2.2): accepted by a server that runs a bounded number of councils at once and
 # has not started this one yet; the file holds the request and no voices.
 RunStatus = Literal["queued", "running", "complete", "cancelled", "failed"]
@@ -385,6 +391,15 @@ class VoiceAnswer(_Strict):
 # --------------------------------------------------------------------------- result
 
 
+class FormatFallback(_Strict):
+    """(2.7) An output constraint an endpoint refused; the request was sent again with the
+    next one (json_schema, then json_object, then none)."""
+
+    refused: Literal["json_schema", "json_object"]
+    http_status: int | None = None
+    detail: str = Field(default="", max_length=1000, description="What the server said.")
+
+
 class Attempt(_Strict):
     runtime: str
     source: VoiceSource
@@ -402,7 +417,23 @@ class Attempt(_Strict):
         default=None,
         max_length=4000,
         description="The end of what a failed CLI printed (stderr, else stdout), secrets "
-        "masked; ``detail`` holds the one-line reason read from it (2.4).",
+        "masked; ``detail`` holds the one-line reason read from it (2.4). Since 2.7 also the "
+        "end of an endpoint's reply that was cut at its token limit.",
+    )
+    response_format: ResponseFormatKind | None = Field(
+        default=None,
+        description="(2.7) The output constraint the endpoint request behind this outcome "
+        "carried: json_schema (the voice answer's wire schema, strict), json_object or none. "
+        "Null for a call that asked for no shape (a ballot, a merge) and for CLIs.",
+    )
+    format_fallbacks: list[FormatFallback] = Field(
+        default_factory=list,
+        description="(2.7) Constraints the endpoint refused during this attempt, in order.",
+    )
+    response_format_remembered: bool = Field(
+        default=False,
+        description="(2.7) The constraint was chosen from this user's cache of what the "
+        "endpoint refused before, so the refused ones were not sent again.",
     )
 
 

@@ -39,6 +39,10 @@ class Behaviour:
     status: int = 500
     retry_after: str | None = None
     times: int = 1
+    # response_format types answered with a 400 that names them, as a server without
+    # structured outputs does; and the finish_reason a normal answer ends with.
+    refuse_formats: frozenset[str] = frozenset()
+    finish_reason: str = "stop"
 
 
 def answering(text: str | Callable[[str], str]) -> Behaviour:
@@ -55,6 +59,7 @@ class Seen:
     stream: bool
     prompt: str
     at: float = field(default_factory=time.monotonic)
+    body: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass
@@ -161,7 +166,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def _record(self, model: str | None, stream: bool, prompt: str) -> None:
+    def _record(
+        self, model: str | None, stream: bool, prompt: str, body: dict[str, Any] | None = None
+    ) -> None:
         self.app.record(
             Seen(
                 method=self.command,
@@ -171,6 +178,7 @@ class _Handler(BaseHTTPRequestHandler):
                 client_port=self.client_address[1],
                 stream=stream,
                 prompt=prompt,
+                body=body or {},
             )
         )
 
@@ -191,7 +199,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model")
         stream = bool(body.get("stream"))
         prompt = _prompt_of(body)
-        self._record(model, stream, prompt)
+        self._record(model, stream, prompt, body)
         if self.path != "/v1/chat/completions":
             self._send(404, b'{"error": {"message": "no such route"}}')
             return
@@ -199,6 +207,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, json.dumps({"error": {"message": f"model {model} not found"}}).encode())
             return
         behaviour = self.app.behaviours.get(model, Behaviour())
+        asked = (body.get("response_format") or {}).get("type")
+        if asked in behaviour.refuse_formats:
+            # Worded as llama.cpp-style servers word it: the parameter and the type.
+            message = f"response_format type '{asked}' is not supported by this server"
+            error = {"error": {"message": message, "param": "response_format"}}
+            self._send(400, json.dumps(error).encode())
+            return
         try:
             self._behave(behaviour, model, stream, prompt)
         except (BrokenPipeError, ConnectionResetError):
@@ -243,7 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
         common = {"id": "chatcmpl-1", "created": int(time.time()), "model": model}
         if not stream:
             choice = {"index": 0, "message": {"role": "assistant", "content": text}}
-            choice["finish_reason"] = "stop"
+            choice["finish_reason"] = b.finish_reason
             payload = json.dumps({**common, "object": "chat.completion", "choices": [choice]})
             if b.kind == "truncated_stream":
                 # Promise the whole body, send half of it, hang up.
@@ -269,7 +284,7 @@ class _Handler(BaseHTTPRequestHandler):
             # Drop the connection without the terminating chunk: a body cut short.
             self._hang_up()
             return
-        end = {"index": 0, "delta": {}, "finish_reason": "stop"}
+        end = {"index": 0, "delta": {}, "finish_reason": b.finish_reason}
         self._chunk(
             f"data: {json.dumps({**common, 'object': 'chat.completion.chunk', 'choices': [end]})}"
             "\n\n".encode()

@@ -27,6 +27,7 @@ from ..runtimes.http import (
 from ..runtimes.limits import Backoff
 from .config import EndpointSetup, EndpointSpec, ModelRef
 from .discovery import Discovery, discover
+from .formats import UserFormatMemory
 from .keys import resolve_key
 from .ranking import rank_models
 
@@ -79,7 +80,10 @@ async def _prepare(
         notes.append(
             f"endpoint {spec.name}: the API key is sent over plain http to {parts.hostname}"
         )
-    client = EndpointClient(spec.name, spec.base_url, key, backoff=backoff)
+    # What this endpoint refused as an output constraint is the user's to remember, with
+    # their config: a project's .rune/ is not theirs.
+    formats = UserFormatMemory.for_user(env)
+    client = EndpointClient(spec.name, spec.base_url, key, backoff=backoff, formats=formats)
     found = await discover(spec, client, rune_dir, refresh=refresh)
     if found.note:
         notes.append(found.note)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
 import tempfile
@@ -11,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from ..contract import Attempt, FamilyConfidence, VoiceSource
 from ..runtime import ReplyCheck, RuntimeReply
+from ..schema import wire_schema
 from .base import redact, secret_values
 from .cli_adapter import CliAdapter, adapter_env, classify_exit
 from .parsers import tail
@@ -18,6 +21,12 @@ from .process import ProcessResult, run_process
 
 # What a failed run printed last, kept whole in its attempt record (the reason is one line).
 OUTPUT_TAIL_CAP = 2000
+
+
+@functools.cache
+def answer_schema_bytes() -> bytes:
+    """The voice answer's wire schema as a CLI's schema file holds it."""
+    return (json.dumps(wire_schema("voice-answer"), indent=2) + "\n").encode("utf-8")
 
 
 def merged_path(parent_path: str, extra: Sequence[str]) -> str:
@@ -82,17 +91,19 @@ class CliRuntime:
         check: ReplyCheck | None = None,
     ) -> RuntimeReply:
         # ``check`` is not applied: a CLI has no other model to fail over to, so GATE
-        # judges its answer like any other.
+        # judges its answer like any other. It does say a voice answer is wanted (ballots
+        # and merges come without one), which a CLI that takes a schema is held to.
+        wants_answer = check is not None and bool(self.adapter.answer_schema_args)
         env = self.environment()
         secrets = secret_values(env)
         started = time.monotonic()
-        first = await self._run_once(prompt, env, timeout_s, max_output_bytes)
+        first = await self._run_once(prompt, env, timeout_s, max_output_bytes, wants_answer)
         retry = self.adapter.retry_once_when
         if retry is None or first[0].outcome == "ok" or not _demanded(first[1], retry):
             reply = first[0]
             return _redacted(reply, secrets, int((time.monotonic() - started) * 1000))
         # Exactly one more try, in a fresh empty directory like the first.
-        second = await self._run_once(prompt, env, timeout_s, max_output_bytes)
+        second = await self._run_once(prompt, env, timeout_s, max_output_bytes, wants_answer)
         attempts = (
             self._attempt(first[0], secrets, "demanded an upgrade; retried once"),
             self._attempt(second[0], secrets),
@@ -113,12 +124,14 @@ class CliRuntime:
         env: dict[str, str],
         timeout_s: float,
         max_output_bytes: int,
+        wants_answer: bool = False,
     ) -> tuple[RuntimeReply, ProcessResult | None]:
         support: str | None = None
         try:
             prompt_file: str | None = None
+            schema_file: str | None = None
             stdin = prompt.encode("utf-8")
-            if self.adapter.needs_support_dir:
+            if self.adapter.needs_support_dir or wants_answer:
                 support = tempfile.mkdtemp(prefix="rune-council-support-")
                 for name, content in self.adapter.support_files.items():
                     _write_private(os.path.join(support, name), content.encode("utf-8"))
@@ -126,9 +139,14 @@ class CliRuntime:
                     prompt_file = os.path.join(support, "prompt.txt")
                     _write_private(prompt_file, stdin)
                     stdin = b""
+                if wants_answer:
+                    # Beside the prompt file, not in the voice's working directory, which
+                    # stays empty so the model is shown nothing but the prompt.
+                    schema_file = os.path.join(support, "answer-schema.json")
+                    _write_private(schema_file, answer_schema_bytes())
             started = time.monotonic()
             result = await run_process(
-                self.adapter.argv(self.path, support, prompt_file),
+                self.adapter.argv(self.path, support, prompt_file, schema_file),
                 stdin=stdin,
                 env=env,
                 timeout_s=timeout_s,

@@ -31,6 +31,8 @@ ADAPTER_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
 # In an adapter's args, these stand for the private support directory and the prompt file.
 SUPPORT_DIR = "{support_dir}"
 PROMPT_FILE = "{prompt_file}"
+# In ``answer_schema_args``, the file holding the voice answer's wire schema.
+ANSWER_SCHEMA_FILE = "{answer_schema}"
 
 # Keys a wrapper CLI may need, depending on which provider its user configured. A wrapper
 # gets these (and only these) besides its own variables.
@@ -92,9 +94,16 @@ class CliAdapter:
     max_concurrent: int = 4
     # Whether the CLI can answer, found out offline (runtimes/auth.py); None: not known how.
     auth: AuthProbe | None = None
+    # Flags that hold the CLI's final answer to a JSON Schema (codex's --output-schema),
+    # added only when a voice answer is wanted; ANSWER_SCHEMA_FILE names the schema's file.
+    answer_schema_args: tuple[str, ...] = ()
 
     def argv(
-        self, path: str, support_dir: str | None = None, prompt_file: str | None = None
+        self,
+        path: str,
+        support_dir: str | None = None,
+        prompt_file: str | None = None,
+        answer_schema: str | None = None,
     ) -> list[str]:
         def fill(arg: str) -> str:
             if support_dir is not None:
@@ -104,6 +113,8 @@ class CliAdapter:
             return arg
 
         argv = [path, *(fill(a) for a in self.args)]
+        if answer_schema is not None:
+            argv += [a.replace(ANSWER_SCHEMA_FILE, answer_schema) for a in self.answer_schema_args]
         if self.fixed_prompt_arg is not None:
             argv.append(self.fixed_prompt_arg)
         return argv

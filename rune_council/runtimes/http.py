@@ -4,16 +4,25 @@ One ``EndpointClient`` per endpoint holds one keep-alive ``httpx.AsyncClient`` t
 voice, failover and discovery call of a run shares, and every client in the process shares
 one TLS context: loading the CA bundle is the expensive part of making a client.
 
-Every call ends in one of the attempt outcomes a CLI voice can have, plus three of its own:
+Every call ends in one of the attempt outcomes a CLI voice can have, plus four of its own:
 ``timeout`` (the per-voice deadline covers connect, wait and the whole stream),
 ``transport_error`` (refused, reset, or a stream cut short), ``http_status`` (with the
-status) and ``malformed`` (a body that is not the expected JSON, or text the caller's
-``check`` rejects: a council slot passes one that wants a voice answer, so a model that
-answers in prose hands the slot to the next model). Later stages ask the same runtimes for
-ballots and merges without a check; those come back as text for the stage to judge. The key
-goes only into the Authorization header; every detail and answer we keep is scrubbed of it.
-Bodies are read raw and decoded by ``content_coding``, so a compressed reply is held to the
-same cap (and so the same memory and time) as a plain one.
+status), ``truncated`` (the server stopped the reply at its token limit,
+``finish_reason: "length"``) and ``malformed`` (a body that is not the expected JSON, or text
+the caller's ``check`` rejects: a council slot passes one that wants a voice answer, so a
+model that answers in prose hands the slot to the next model). Later stages ask the same
+runtimes for ballots and merges without a check; those come back as text for the stage to
+judge. The key goes only into the Authorization header; every detail and answer we keep is
+scrubbed of it. Bodies are read raw and decoded by ``content_coding``, so a compressed reply
+is held to the same cap (and so the same memory and time) as a plain one.
+
+A call that wants a voice answer asks for its shape (``response_format``): the answer's wire
+schema, strict (``schema.wire_schema``); a server that refuses that (a 400 or 422 naming the
+format) is asked again with ``json_object``, then with no constraint, each refusal kept in
+the attempt, and the step down is remembered for that endpoint and model
+(``FormatMemory``: the user's own cache, see ``endpoints.formats``) so later councils start
+where it works. Such a call also sends ``max_tokens`` (``ANSWER_MAX_TOKENS`` unless the
+endpoint's config says otherwise), so a server's small default cannot cut the answer.
 
 ``EndpointClient(transport=...)`` takes any httpx transport (``httpx.MockTransport`` in a
 caller's tests, say) instead of the network.
@@ -23,22 +32,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import email.utils
 import functools
 import ipaddress
+import re
 import ssl
 import sys
 import time
 import types
 from collections import Counter
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from .. import safejson
-from ..contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
+from ..contract import (
+    Attempt,
+    AttemptOutcome,
+    FamilyConfidence,
+    FormatFallback,
+    ResponseFormatKind,
+    VoiceSource,
+)
 from ..errors import EndpointCallError
 from ..runtime import Answerer, ReplyCheck, RuntimeReply
 from ..safetext import one_line
@@ -71,6 +89,8 @@ USER_AGENT = "rune-council"
 ERROR_BODY_CAP = 16_000
 MODELS_BODY_CAP = 8_000_000
 DETAIL_CAP = 1000
+# How much of a reply cut at the token limit its attempt keeps, to show where it stopped.
+TRUNCATED_TAIL_CAP = 2000
 # A rejected key or a refused connection fails every model of the endpoint alike.
 ENDPOINT_WIDE_STATUSES = frozenset({401, 403, 407})
 # A 429's Retry-After is honoured up to this long, and at most this many times per call.
@@ -78,6 +98,20 @@ MAX_RETRY_AFTER_S = 300.0
 RATE_LIMIT_WAITS = 3
 # Requests in flight to one endpoint across a batch unless council.toml says otherwise.
 DEFAULT_ENDPOINT_CONCURRENCY = 8
+# Tokens a voice answer may take unless the endpoint's config sets max_tokens: a full answer
+# (several claims with quotes) takes 500-1,000; a 400-token cap was seen to cut one before
+# its JSON closed. Room is left for a model that thinks aloud first, and the figure stays
+# under the 4k context of small local models, where a server refuses a larger request.
+ANSWER_MAX_TOKENS = 2048
+# Output constraints from the one that holds a model closest to the answer to none at all.
+FORMAT_LADDER: tuple[ResponseFormatKind, ...] = ("json_schema", "json_object", "none")
+# A 400 or 422 whose message names one of these is the server refusing the constraint, not
+# the request: llama.cpp, vLLM, Ollama and OpenAI word it in these terms.
+_FORMAT_REFUSAL = re.compile(
+    r"response_format|json_schema|json_object|structured output|guided|grammar|schema",
+    re.IGNORECASE,
+)
+_FORMAT_REFUSAL_STATUSES = frozenset({400, 422})
 
 
 @functools.cache
@@ -130,6 +164,46 @@ class ModelChoice:
 
 
 @dataclass(frozen=True)
+class OutputShape:
+    """The shape a caller wants a reply in: a JSON Schema in its wire form, named."""
+
+    name: str
+    schema: Mapping[str, Any]
+
+
+@functools.cache
+def voice_answer_shape() -> OutputShape:
+    # Built on first use: most councils have no endpoint, and generating it costs pydantic.
+    from ..schema import wire_schema
+
+    return OutputShape("voice_answer", wire_schema("voice-answer"))
+
+
+def response_format(shape: OutputShape, kind: ResponseFormatKind) -> dict[str, Any] | None:
+    """The ``response_format`` member for one rung of ``FORMAT_LADDER``."""
+    if kind == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": shape.name, "schema": dict(shape.schema), "strict": True},
+        }
+    if kind == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+class FormatMemory(Protocol):
+    """Where an endpoint's refusals of an output constraint are remembered across runs."""
+
+    def recall(self, base_url: str, model: str) -> ResponseFormatKind | None: ...
+
+    def remember(self, base_url: str, model: str, kind: ResponseFormatKind, why: str) -> None: ...
+
+
+def is_format_refusal(status: int | None, detail: str) -> bool:
+    return status in _FORMAT_REFUSAL_STATUSES and bool(_FORMAT_REFUSAL.search(detail))
+
+
+@dataclass(frozen=True)
 class ChatResult:
     outcome: AttemptOutcome
     text: str | None
@@ -138,10 +212,24 @@ class ChatResult:
     http_status: int | None = None
     endpoint_wide: bool = False
     retry_after: float | None = None  # seconds a 429 asked callers to wait, if it said
+    # The constraint the final request carried (None: the call asked for no shape), the
+    # ones refused before it, and whether the starting rung came from the memory.
+    response_format: ResponseFormatKind | None = None
+    format_fallbacks: tuple[FormatFallback, ...] = ()
+    format_remembered: bool = False
+    output_tail: str | None = None  # the end of a reply cut at the token limit
 
 
 class _TooLarge(Exception):
     pass
+
+
+class _Truncated(Exception):
+    """The server stopped at its token limit; ``text`` is what it had written by then."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__("finish_reason length")
+        self.text = text
 
 
 class _Malformed(Exception):
@@ -232,10 +320,13 @@ def _completion_text(raw: bytes) -> str:
     if message is not None:
         raise _ErrorReported(message)
     try:
-        content = payload["choices"][0]["message"]["content"]
+        choice = payload["choices"][0]
+        content = choice["message"]["content"]
     except (KeyError, IndexError, TypeError):
         raise _Malformed("response has no choices[0].message.content") from None
     text = _content_text(content)
+    if isinstance(choice, dict) and choice.get("finish_reason") == "length":
+        raise _Truncated(text)
     if not text.strip():
         raise _Malformed("the model returned an empty answer")
     return text
@@ -245,7 +336,7 @@ async def _stream_text(response: httpx.Response, cap: int) -> str:
     """Join the deltas of a server-sent-event stream; a stream cut short is an error."""
     pieces: list[str] = []
     pending = b""
-    finished = done = False
+    finished = done = cut = False
     async with contextlib.aclosing(_decoded_chunks(response, cap, "stream")) as chunks:
         async for chunk in chunks:
             pending += chunk
@@ -273,9 +364,12 @@ async def _stream_text(response: httpx.Response, cap: int) -> str:
                         pieces.append(_content_text(delta.get("content")))
                     if choice.get("finish_reason"):
                         finished = True
+                        cut = cut or choice.get("finish_reason") == "length"
     if not (done or finished):
         raise httpx.RemoteProtocolError("the stream ended before the answer was complete")
     text = "".join(pieces)
+    if cut:
+        raise _Truncated(text)
     if not text.strip():
         raise _Malformed("the model returned an empty answer")
     return text
@@ -293,11 +387,15 @@ class EndpointClient:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         backoff: Backoff | None = None,
+        formats: FormatMemory | None = None,
     ) -> None:
         self.name = name
         self.base_url = base_url.rstrip("/")
         # Shared by every council of a batch (``runtimes.limits``), else this client's own.
         self.backoff = backoff if backoff is not None else Backoff()
+        # What this endpoint refused: learnt here, kept across runs by ``formats``.
+        self.formats = formats
+        self._refused_formats: dict[str, ResponseFormatKind] = {}
         self._key = key
         if key is not None:
             # Known as in play before the first call, so every output net can mask it.
@@ -346,6 +444,24 @@ class EndpointClient:
         if http is not None and self._loop is asyncio.get_running_loop():
             await http.aclose()
 
+    def _first_format(self, model: str) -> tuple[ResponseFormatKind, bool]:
+        """Where on ``FORMAT_LADDER`` a call starts: below what this model refused before
+        (in this process, else in the memory), and whether that came from the memory."""
+        known = self._refused_formats.get(model)
+        if known is not None:
+            return known, False
+        if self.formats is not None:
+            recalled = self.formats.recall(self.base_url, model)
+            if recalled is not None:
+                self._refused_formats[model] = recalled
+                return recalled, True
+        return FORMAT_LADDER[0], False
+
+    def _learn_format(self, model: str, kind: ResponseFormatKind, why: str) -> None:
+        self._refused_formats[model] = kind
+        if self.formats is not None:
+            self.formats.remember(self.base_url, model, kind, why)
+
     async def chat(
         self,
         model: str,
@@ -355,6 +471,7 @@ class EndpointClient:
         max_output_bytes: int,
         stream: bool = True,
         max_tokens: int | None = None,
+        shape: OutputShape | None = None,
     ) -> ChatResult:
         """One completion within ``timeout_s``, honouring 429 for everyone sharing the backoff.
 
@@ -363,10 +480,18 @@ class EndpointClient:
         without it pauses only this model (doubling while it keeps refusing) and goes back
         at once, so the slot can fail over to another model. A call that meets a pause
         waits it out, or fails at once when the pause outlasts its deadline.
+
+        With ``shape`` the request carries it as ``response_format``, stepping down
+        ``FORMAT_LADDER`` once per refusal within the same deadline.
         """
         deadline = time.monotonic() + timeout_s
         model_key = f"{self.base_url} {model}"
         waits = 0
+        kind: ResponseFormatKind | None = None
+        remembered = False
+        fallbacks: list[FormatFallback] = []
+        if shape is not None:
+            kind, remembered = self._first_format(model)
         while True:
             pause = self.backoff.remaining(self.base_url, model_key)
             if pause > 0:
@@ -381,14 +506,39 @@ class EndpointClient:
                     )
                 await asyncio.sleep(pause)
             left = max(deadline - time.monotonic(), 0.001)
-            result = await self._chat_once(
+            once = await self._chat_once(
                 model,
                 prompt,
                 timeout_s=left,
                 max_output_bytes=max_output_bytes,
                 stream=stream,
                 max_tokens=max_tokens,
+                response_format=(
+                    response_format(shape, kind) if shape is not None and kind is not None else None
+                ),
             )
+            result = dataclasses.replace(
+                once,
+                response_format=kind,
+                format_fallbacks=tuple(fallbacks),
+                format_remembered=remembered,
+            )
+            if (
+                kind is not None
+                and kind != "none"
+                and is_format_refusal(result.http_status, result.detail)
+                and time.monotonic() < deadline
+            ):
+                fallbacks.append(
+                    FormatFallback(
+                        refused="json_schema" if kind == "json_schema" else "json_object",
+                        http_status=result.http_status,
+                        detail=result.detail[:DETAIL_CAP],
+                    )
+                )
+                kind = FORMAT_LADDER[FORMAT_LADDER.index(kind) + 1]
+                self._learn_format(model, kind, result.detail)
+                continue
             if result.http_status != 429:
                 if result.outcome == "ok":
                     self.backoff.served(model_key)
@@ -410,6 +560,7 @@ class EndpointClient:
         max_output_bytes: int,
         stream: bool,
         max_tokens: int | None,
+        response_format: dict[str, Any] | None = None,
     ) -> ChatResult:
         body: dict[str, Any] = {
             "model": model,
@@ -418,6 +569,8 @@ class EndpointClient:
         }
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
+        if response_format is not None:
+            body["response_format"] = response_format
         started = time.monotonic()
 
         def done(
@@ -427,6 +580,7 @@ class EndpointClient:
             status: int | None = None,
             endpoint_wide: bool = False,
             retry_after: float | None = None,
+            tail: str | None = None,
         ) -> ChatResult:
             ms = int((time.monotonic() - started) * 1000)
             kept = self.scrub(text) if text is not None else None
@@ -438,6 +592,7 @@ class EndpointClient:
                 status,
                 endpoint_wide,
                 retry_after,
+                output_tail=self.scrub(tail[-TRUNCATED_TAIL_CAP:]) if tail else None,
             )
 
         try:
@@ -479,6 +634,15 @@ class EndpointClient:
             return done("malformed", str(exc))
         except _ErrorReported as exc:
             return done("error_reported", f"the server reported an error: {exc}")
+        except _Truncated as exc:
+            limit = f" (max_tokens {max_tokens})" if max_tokens is not None else ""
+            return done(
+                "truncated",
+                f"the reply stopped at the token limit{limit} before it was complete "
+                '(finish_reason "length"); a larger max_tokens for this endpoint leaves room '
+                "for a whole answer",
+                tail=exc.text,
+            )
         return done("ok", "answered", text=text)
 
     async def list_models(self, *, timeout_s: float) -> list[str]:
@@ -660,6 +824,12 @@ class HttpRuntime:
             pool.hold(current.model)
         # The timeout is the slot's whole budget: failover gets what the failed tries left.
         deadline = time.monotonic() + timeout_s
+        # The council passes a check only when it wants a voice answer (a slot); ballots and
+        # merges come without one and are free text, so only a slot asks for the shape.
+        shape = voice_answer_shape() if check is not None else None
+        max_tokens = self.max_tokens
+        if shape is not None and max_tokens is None:
+            max_tokens = ANSWER_MAX_TOKENS
         while True:
             result = await self.client.chat(
                 current.model,
@@ -667,7 +837,8 @@ class HttpRuntime:
                 timeout_s=max(deadline - time.monotonic(), 0.001),
                 max_output_bytes=max_output_bytes,
                 stream=self.stream,
-                max_tokens=self.max_tokens,
+                max_tokens=max_tokens,
+                shape=shape,
             )
             outcome, detail = result.outcome, result.detail
             if outcome == "ok" and result.text is not None and check is not None:
@@ -684,6 +855,10 @@ class HttpRuntime:
                     latency_ms=result.latency_ms,
                     model=current.model,
                     http_status=result.http_status,
+                    output_tail=result.output_tail,
+                    response_format=result.response_format,
+                    format_fallbacks=list(result.format_fallbacks),
+                    response_format_remembered=result.format_remembered,
                 )
             )
             latency = sum(a.latency_ms or 0 for a in attempts)

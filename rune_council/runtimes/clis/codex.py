@@ -9,7 +9,7 @@ from ... import safejson
 from ...safefile import read_capped_text
 from ..auth import AuthContext, AuthReading, Looked, home, run_status
 from ..base import EnvPolicy
-from ..cli_adapter import CliAdapter
+from ..cli_adapter import ANSWER_SCHEMA_FILE, CliAdapter
 from ..parsers import Parsed, json_objects, one_line, tail
 
 LOGIN_FIX = "codex login"
@@ -144,4 +144,6 @@ ADAPTER = CliAdapter(
     parse=parse,
     extra_env_names=provider_key_names,
     auth=auth,
+    # The final message is held to the voice answer's schema (strict structured output).
+    answer_schema_args=("--output-schema", ANSWER_SCHEMA_FILE),
 )
