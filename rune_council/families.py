@@ -78,6 +78,9 @@ PUBLISHERS: dict[str, str] = {
     "upstage": "upstage",
     "writer": "writer",
     "bigcode": "bigcode",
+    # Hugging Face's own research org publishes the models it trains (SmolLM) under this id;
+    # ``huggingface/`` itself is a router (below), the hub serving everyone's models.
+    "huggingfacetb": "huggingface",
 }
 
 # Routers and hosts that serve other makers' models under the makers' names.
@@ -124,7 +127,15 @@ NAMES: dict[str, re.Pattern[str]] = {
     "ibm": re.compile(r"granite"),
     "cohere": re.compile(r"^(command-|c4ai-)"),
     "ai21": re.compile(r"jamba"),
+    "huggingface": re.compile(r"smollm"),
 }
+
+# Model lines trained from scratch on another maker's architecture, whose names may carry
+# that architecture's name: the architecture shares no weights, so it names no base.
+# (SmolLM is a Llama-architecture model that Hugging Face pre-trained itself.)
+OWN_WEIGHTS: tuple[tuple[re.Pattern[str], str, frozenset[str]], ...] = (
+    (re.compile(r"smollm"), "huggingface", frozenset({"meta"})),
+)
 
 # Derivatives whose id does not name their base, with the base their maker's card gives.
 DERIVATIVES: tuple[tuple[re.Pattern[str], str, str], ...] = (
@@ -153,7 +164,11 @@ def _unknown(why: str) -> FamilyReading:
 
 
 def _named_families(name: str) -> set[str]:
-    return {family for family, pattern in NAMES.items() if pattern.search(name)}
+    found = {family for family, pattern in NAMES.items() if pattern.search(name)}
+    for pattern, family, architectures in OWN_WEIGHTS:
+        if family in found and pattern.search(name):
+            found -= architectures
+    return found
 
 
 def _derivative(name: str) -> tuple[str, str] | None:
