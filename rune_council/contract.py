@@ -447,6 +447,32 @@ class Validity(_Strict):
     on_topic: CheckOutcome = "pending"
 
 
+# How GATE read an answer that was not in the contract's exact shape (2.7); each kind is one
+# rule of ``answer.py`` and of the contract prose, and none of them touches a quote or anchor.
+RepairKind = Literal[
+    "comment",  # // or /* */ outside strings, ignored
+    "trailing_comma",  # a comma before a closing bracket, ignored
+    "unwrapped",  # the answer sat one level down, under "answer", "response" or "result"
+    "unknown_keys",  # keys the contract does not name, ignored
+    "severity",  # a severity word read through the contract's one table
+    "evidence_object",  # one evidence object read as a list of one
+    "claim_string",  # a claim given as a plain string read as a claim without evidence
+]
+
+
+class Repair(_Strict):
+    """(2.7) One thing GATE did to read a voice's answer; the raw text keeps what was written."""
+
+    kind: RepairKind
+    at: str = Field(
+        default="",
+        max_length=200,
+        description="Where in the answer, as a path such as claims[0].severity; empty for the "
+        "answer object itself (or the text around it).",
+    )
+    detail: str = Field(default="", max_length=1000)
+
+
 class VerifiedEvidence(_Strict):
     ref: str
     quote: str | None = None
@@ -488,6 +514,12 @@ class Voice(_Strict):
     position: Literal["yes", "no", "mixed", "unclear"] | None = None
     claims: list[Claim] = Field(default_factory=list)
     validity: Validity = Field(default_factory=Validity)
+    repairs: list[Repair] = Field(
+        default_factory=list,
+        description="(2.7) What GATE repaired to read the answer (comments, trailing commas, a "
+        "wrapper, unknown keys, severity words, an evidence object, claims as strings); empty "
+        "when the answer was in the contract's exact shape.",
+    )
     dropped_by: str | None = None
     drop_reason: str | None = None
     joined_round: int | None = Field(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import chain
 
-from .contract import CouncilResult, RankerDetail, TallyReport
+from .contract import CouncilResult, RankerDetail, Repair, TallyReport
 from .safetext import one_line, plain
 
 
@@ -52,6 +52,8 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
         elif voice.stance:
             state = voice.stance
         lines.append(f"  - {voice.id} {voice.runtime} ({voice.model_family}{tag}){role}: {state}")
+        if voice.repairs:
+            lines.append(f"    - {repairs_line(voice.repairs)}")
 
     lines += ["", "### Consensus (verified, cross-family)"]
     if result.decorrelation != "MULTI_FAMILY":
@@ -95,6 +97,12 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
         lines += ["", f"Run file: {result.run_file}"]
     # Questions, stances, claims and reasons are what voices wrote: text, never escapes.
     return plain("\n".join(lines) + "\n")
+
+
+def repairs_line(repairs: Iterable[Repair]) -> str:
+    """What GATE repaired to read a voice's answer, on one bounded line."""
+    parts = [f"{r.kind}{f' at {r.at}' if r.at else ''} ({r.detail})" for r in repairs]
+    return one_line(f"answer read with {len(parts)} repair(s): " + "; ".join(parts), 600)
 
 
 def render_tally(report: TallyReport, source: str) -> str:

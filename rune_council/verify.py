@@ -44,6 +44,7 @@ VOICE_FIELDS = (
     "position",
     "claims",
     "validity",
+    "repairs",
     "dropped_by",
     "drop_reason",
 )
@@ -112,6 +113,7 @@ def _rewind(voice: Voice) -> None:
     voice.position = None
     voice.claims = []
     voice.validity = Validity()
+    voice.repairs = []
     voice.dropped_by = None
     voice.drop_reason = None
 
@@ -186,6 +188,7 @@ def verify(recorded: CouncilResult) -> Verification:
         for name in VOICE_FIELDS:
             outcome.differences += diff(f"voices[{i}].{name}", old[name], new[name])
     outcome.checked.append("voices[*]." + "|".join(VOICE_FIELDS))
+    _note_reading_rules(recorded, fresh, outcome)
 
     if before.get("verdict") is not None:
         outcome.checked.append("verdict")
@@ -208,6 +211,27 @@ def verify(recorded: CouncilResult) -> Verification:
         if note not in before["notes"]:
             outcome.differences.append(Difference("notes", "(missing)", note))
     return outcome
+
+
+# The first contract whose GATE reads answers by the repair rules of ``answer.py``.
+REPAIRED_ANSWERS = (2, 7)
+
+
+def _note_reading_rules(
+    recorded: CouncilResult, fresh: CouncilResult, outcome: Verification
+) -> None:
+    """An older file's voices are read by today's rules; say so where that reads them anew."""
+    major, minor = (int(x) for x in recorded.schema_version.split("."))
+    if (major, minor) >= REPAIRED_ANSWERS:
+        return
+    for i, (old, new) in enumerate(zip(recorded.voices, fresh.voices, strict=False)):
+        if new.repairs or (old.status, old.drop_reason) != (new.status, new.drop_reason):
+            outcome.unchecked.append(
+                f"voices[{i}]: recorded by contract {recorded.schema_version}, before answers "
+                f"were read by the {REPAIRED_ANSWERS[0]}.{REPAIRED_ANSWERS[1]} rules "
+                "(repairs recorded, two different answers ambiguous, a cut answer truncated); "
+                "read again by those rules, so a difference here may be the rules, not an edit"
+            )
 
 
 # The parts of the verdict block that a deliberation method's own standing decides.

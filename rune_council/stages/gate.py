@@ -1,7 +1,8 @@
 """Step 4, GATE: only well-formed, on-topic answers count toward anything.
 
-A voice that fails is dropped with its reason, never repaired or re-asked: a retry would
-correlate the second answer with the prompt that just failed.
+A voice that fails is dropped with its reason, never re-asked: a retry would correlate the
+second answer with the prompt that just failed. The only repairs are the reading rules of
+``answer.py`` (formatting, never judgement), and each one applied is recorded on the voice.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def gate(
                 "too long: the answer is over the size a voice may give, so it was cut and "
                 f"cannot be read whole ({extraction.reason})",
             )
-        return _drop(voice, f"malformed: {extraction.reason}")
+        return _drop(voice, f"{extraction.problem or 'malformed'}: {extraction.reason}")
     answer = extraction.answer
+    voice.repairs = list(extraction.repairs)
     inline = request.artifact.text if request.artifact is not None else None
     shown = f"{request.question}\n{artifact_text or inline or ''}"
     if "{" in shown and answer in contract_answers(shown):
