@@ -48,6 +48,29 @@ _RUN_ID = {
 }
 
 
+# The two forms of the body, as a caller writes them.
+_EXAMPLES = {
+    "flat": {
+        "summary": "The question and its options at the top level",
+        "value": {
+            "question": "Should we adopt a microservices architecture?",
+            "multi_round": {"max_rounds": 2},
+        },
+    },
+    "nested": {
+        "summary": "A whole PerspectiveRequest, options beside it",
+        "value": {
+            "request": {"question": "Should we shard the orders table?", "n": 3},
+            "template": "security-review",
+            "artifact": {"name": "plan.md", "text": "1. Split orders by customer_id."},
+        },
+    },
+    "chain": {
+        "summary": "A chain: a red team, then a council told its risk register",
+        "value": {"question": "Should we ship the new login flow?", "chain": "red-team-first"},
+    },
+}
+
 _SINCE = {
     "name": "since",
     "in": "query",
@@ -101,7 +124,12 @@ def document(version: str) -> dict[str, Any]:
                 "background (queued first when every slot is busy).",
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": {"$ref": _REF.format(model=ASK)}}},
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": _REF.format(model=ASK)},
+                            "examples": _EXAMPLES,
+                        }
+                    },
                 },
                 "responses": {
                     "202": {
