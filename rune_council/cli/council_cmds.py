@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ExitCode
-from .app import council_app, council_errors, echo, echo_json, fail
+from .app import council_app, council_errors, echo, echo_json
 
 
 @council_app.command("run", help="Ask the council a question (the default command).")
@@ -39,7 +39,9 @@ def run_command(
     artifact: Annotated[
         Path | None, typer.Option(help="A file the voices critique or review, inlined.")
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Per-voice timeout in seconds.")] = 180.0,
+    timeout: Annotated[
+        float | None, typer.Option(help="Per-voice timeout in seconds (default 180).")
+    ] = None,
     deadline: Annotated[
         float | None,
         typer.Option(
@@ -109,6 +111,10 @@ def run_command(
     on_divergence: Annotated[
         str | None, typer.Option(help="warn | halt | continue when consensus falls.")
     ] = None,
+    convergence_threshold: Annotated[
+        float | None,
+        typer.Option(help="Agreement (0-1) at which rounds stop early (default 0.85)."),
+    ] = None,
     summon: Annotated[
         list[str] | None,
         typer.Option(
@@ -133,13 +139,10 @@ def run_command(
         ),
     ] = False,
 ) -> None:
-    from ..config import load_config
-    from ..council import CouncilOptions, convene, convene_chain, new_run_id
-    from ..deliberation.render import deliberation_request, render_deliberation
-    from ..endpoints import setup_from_options
+    from ..council.intake import FLAGS, Door, parse_ask, prepare
+    from ..deliberation.render import render_deliberation
     from ..paths import RuneDir
     from ..render import render
-    from ..runtimes.subagent import CommandRuntime
     from .consent_prompt import external_consent
     from .live import progress
     from .signals import terminating_signals
@@ -147,74 +150,61 @@ def run_command(
     where = RuneDir.resolve(rune_dir)
     if question == "-":
         question = sys.stdin.read().strip()
+    # Only the flags given go in, so a template (and the contract) fills the rest; the
+    # intake reads them exactly as it reads an HTTP body, tool arguments or a batch line.
+    flags: dict[str, Any] = {
+        "mode": mode,
+        "n": n,
+        "template": template,
+        "chain": chain,
+        # Absolute: the user at the terminal may name any file, and the run file still
+        # says which file it was from anywhere.
+        "artifact": str(artifact.absolute()) if artifact is not None else None,
+        "timeout": timeout,
+        "deadline": deadline,
+        "id": run_id,
+        "prefer": prefer,
+        "deliberation": deliberate,
+        "council_type": council_type,
+        "orchestrator": orchestrator,
+        "vote_threshold": vote_threshold,
+        "summon": summon,
+        "endpoints": endpoint,
+        "key_env": key_env,
+        "refresh": refresh,
+        "refresh_models": refresh_models,
+        "subagent_cmd": subagent_cmd,
+        "subagent_family": subagent_family,
+        "subagent_endpoint": subagent_endpoint,
+        "subagent_model": subagent_model,
+        "orchestrator_cmd": orchestrator_cmd,
+        "yes": yes,
+    }
+    rounds_given = {
+        "max_rounds": rounds,
+        "convergence_threshold": convergence_threshold,
+        "on_divergence": on_divergence,
+    }
+    # ``is``, not ``in``: 0 equals False, and --n 0 must reach the intake to be refused.
+    given = {k: v for k, v in flags.items() if v is not None and v is not False and v != []}
+    multi_round = {key: value for key, value in rounds_given.items() if value is not None}
+    if multi_round:
+        given["multi_round"] = multi_round
+    # Any file the user names (the filesystem's root confines nothing but the file kind);
+    # a complaint about its path is told at the flag that gave it.
+    spelling = {**FLAGS, "artifact.path": FLAGS["artifact"]}
+    door = Door(rune_dir=where.root, artifact_root=Path(Path.cwd().anchor), spelling=spelling)
     with council_errors(cancellable=True), terminating_signals():
-        config = load_config(where)
-        if subagent_cmd and subagent_endpoint:
-            raise fail("give --subagent-cmd or --subagent-endpoint, not both", ExitCode.BAD_INPUT)
-        # Only what the flags name goes in; the library adds council.toml's [subagent].
-        endpoints = setup_from_options(
-            where,
-            endpoints=endpoint or (),
-            key_env=key_env,
-            refresh=refresh_models,
-            subagent_endpoint=subagent_endpoint,
-            subagent_model=subagent_model,
-            with_subagent=subagent_endpoint is not None or subagent_model is not None,
-            config=config,
-        )
-        # Only what the user gave goes in, so a template fills the rest.
-        request: dict[str, Any] = {
-            "id": run_id or new_run_id(),
-            "question": question,
-            "budget": {"per_voice_timeout_s": timeout},
-        }
-        if deadline is not None:
-            request["budget"]["deadline_s"] = deadline
-        if mode is not None:
-            request["mode"] = mode
-        if n is not None:
-            request["n"] = n
-        if prefer:
-            request["diversity"] = {"prefer_model_families": prefer}
-        if artifact is not None:
-            # Absolute, so the run file still says which file it was from anywhere.
-            request["artifact"] = {"name": artifact.name, "path": str(artifact.absolute())}
-        request.update(
-            deliberation_request(
-                deliberate,
-                rounds,
-                council_type,
-                orchestrator,
-                vote_threshold,
-                on_divergence,
-                summon=summon or (),
+        prepared = prepare(parse_ask({"question": question, **given}, door.spell), door)
+        if prepared.consent_undecided:
+            # Asked before the live view starts: a redrawn table would overwrite the question.
+            allowed = external_consent(
+                where, yes=False, refresh=refresh, config=prepared.options.config
             )
-        )
-        chair = (
-            CommandRuntime.from_command_line(orchestrator_cmd, name="orchestrator-cmd")
-            if orchestrator_cmd
-            else None
-        )
-        # Asked before the live view starts: a redrawn table would overwrite the question.
-        allow_external = external_consent(where, yes=yes, refresh=refresh, config=config)
+            prepared = prepared.with_consent(allowed)
         # Live per-voice table on a terminal, plain lines otherwise, nothing with --json.
         with progress(enabled=not as_json) as on_event:
-            options = CouncilOptions(
-                subagent_command=subagent_cmd,
-                subagent_family=subagent_family,
-                orchestrator=chair,
-                endpoints=endpoints,
-                allow_external=allow_external,
-                rune_dir=where.root,
-                refresh=refresh,
-                on_event=on_event,
-                config=config,
-                template=template,
-            )
-            if chain is not None:
-                result = convene_chain(request, options, chain)
-            else:
-                result = convene(request, options)
+            result = prepared.with_options(on_event=on_event).convene()
     if as_json:
         echo_json(result.model_dump_json(indent=2))
     else:

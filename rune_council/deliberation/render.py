@@ -1,56 +1,9 @@
-"""The deliberation sections of the council's text output, and the CLI's request options."""
+"""The deliberation sections of the council's text output."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from ..contract import CouncilResult
-from ..errors import RequestError
 from ..safetext import plain
-
-
-def deliberation_request(
-    method: str | None,
-    rounds: int | None,
-    council_type: str | None,
-    orchestrator: str | None,
-    vote_threshold: float | None,
-    on_divergence: str | None,
-    summon: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The ``deliberation`` part of a request from CLI options; {} when none was given.
-
-    Each ``summon`` is ``WHO`` or ``WHO@ROUND`` (a runtime, a model family or ``any``).
-    """
-    options: dict[str, Any] = {}
-    if summon:
-        options["summon"] = [_summon(given) for given in summon]
-    if method is not None:
-        options["method"] = method
-    if council_type is not None:
-        options["council_type"] = council_type
-    if orchestrator is not None:
-        options["orchestrator"] = orchestrator
-    if vote_threshold is not None:
-        options["vote_threshold"] = vote_threshold
-    round_options: dict[str, Any] = {}
-    if rounds is not None:
-        round_options["max_rounds"] = rounds
-    if on_divergence is not None:
-        round_options["on_divergence"] = on_divergence
-    if round_options:
-        options["rounds"] = round_options
-    return {"deliberation": options} if options else {}
-
-
-def _summon(given: str) -> dict[str, Any]:
-    who, _, at = given.partition("@")
-    if not at:
-        return {"who": who}
-    if not at.isdigit():
-        raise RequestError(f"--summon {given!r}: the round after @ must be a number (e.g. @2)")
-    return {"who": who, "round": int(at)}
 
 
 def render_deliberation(result: CouncilResult) -> str:
