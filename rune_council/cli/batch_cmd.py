@@ -259,7 +259,7 @@ def batch_command(
                 raise
             # Asked once the lines are known good, and given to every council as the
             # batch's own answer.
-            allow = external_consent(where, yes=yes, refresh=refresh, config=config)
+            allow = external_consent(where, yes=yes, refresh=False, config=config)
             consented = defaults.model_copy(update={"yes": allow})
             batch.options = dataclasses.replace(
                 batch.options, door=dataclasses.replace(batch.options.door, defaults=consented)
