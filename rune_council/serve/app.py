@@ -233,7 +233,10 @@ async def get_chain(request: Request) -> Response:
         path = _where(state).run_file(run.run_id)
         status: Any
         if path.is_file() and not path.is_symlink():
+            # A run file's status is its text: one this program does not write reads as
+            # unreadable, never as a reply the model refuses.
             status = summarise(path).status
+            status = status if status in ROW_STATUSES else "unreadable"
         else:
             status = "queued" if state.pool.holds(run.run_id) else "not-run"
         steps.append(
