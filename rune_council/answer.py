@@ -110,17 +110,17 @@ class _Span:
 
 def _tolerant_span(text: str, start: int, budget: int) -> _Span:
     depth = 0
-    pieces: list[str] = []
+    pieces: list[str] = []  # every comma is a piece of its own, so a trailing one can go
     copied = start
     comments = commas = 0
-    comma_at = -1  # a comma that is trailing if only blanks and comments follow to a bracket
+    comma = -1  # the piece of a comma that is trailing if only blanks and comments follow
     last_end = start
     stop = min(len(text), start + budget)
     for match in _TOLERANT_TOKEN.finditer(text, start, stop):
         token = match.group()
         begin, end = match.span()
-        if comma_at >= 0 and text[last_end:begin].strip():
-            comma_at = -1
+        if comma >= 0 and text[last_end:begin].strip():
+            comma = -1
         last_end = end
         if token in ('"', "/*"):  # a string or comment the text ends inside
             break
@@ -128,21 +128,21 @@ def _tolerant_span(text: str, start: int, budget: int) -> _Span:
             pieces += [text[copied:begin], " "]
             copied = end
             comments += 1
-        elif token.startswith('"'):
-            comma_at = -1
-        elif token == ",":
-            comma_at = -1 if comma_at >= 0 else begin
-        elif token in "[{":
-            comma_at = -1
+            continue
+        if token == ",":
+            pieces += [text[copied:begin], ","]
+            copied = end
+            comma = -1 if comma >= 0 else len(pieces) - 1
+            continue
+        if token in "}]" and comma >= 0:
+            pieces[comma] = ""
+            commas += 1
+        comma = -1
+        if token in "[{":
             depth += 1
             if depth > safejson.DEFAULT_MAX_DEPTH:
                 return _Span(end=-1, scanned=end - start)
-        else:
-            if comma_at >= 0:
-                pieces.append(text[copied:comma_at])
-                copied = comma_at + 1
-                commas += 1
-                comma_at = -1
+        elif token in "}]":
             depth -= 1
             if depth == 0:
                 pieces.append(text[copied:end])
