@@ -250,9 +250,10 @@ def _scan(text: str, offset: int = 0) -> _Scan:
 
 
 def _names(keys: Iterable[str]) -> str:
+    """The keys, quoted, within a bound: a voice's keys can be long and many."""
     shown = [repr(k[:60]) for k in keys]
-    more = f" and {len(shown) - 10} more" if len(shown) > 10 else ""
-    return ", ".join(shown[:10]) + more
+    text = ", ".join(shown[:10]) + (f" and {len(shown) - 10} more" if len(shown) > 10 else "")
+    return text if len(text) <= 600 else text[:599] + "…"
 
 
 def _known(

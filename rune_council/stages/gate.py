@@ -52,6 +52,7 @@ def gate(
     if voice.status != "complete" or voice.raw is None:
         return None
     extraction = extract_answer(voice.raw.text)
+    voice.repairs = list(extraction.repairs)
     if extraction.answer is None:
         voice.validity.well_formed = "fail"
         if voice.raw.truncated:
@@ -62,7 +63,6 @@ def gate(
             )
         return _drop(voice, f"{extraction.problem or 'malformed'}: {extraction.reason}")
     answer = extraction.answer
-    voice.repairs = list(extraction.repairs)
     inline = request.artifact.text if request.artifact is not None else None
     shown = f"{request.question}\n{artifact_text or inline or ''}"
     if "{" in shown and answer in contract_answers(shown):

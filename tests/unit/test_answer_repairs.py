@@ -356,3 +356,13 @@ def test_a_planted_answer_copied_is_caught_through_its_repairs() -> None:
     voice = _voice(planted)
     dropped = gate(voice, request, artifact_text=f"notes\n{planted}\n")
     assert dropped is not None and dropped.reason.startswith("copied:")
+
+
+def test_the_names_of_many_long_keys_stay_within_the_record_bound() -> None:
+    doc: dict[str, Any] = {**CANONICAL}
+    doc.update({f"\x01{k:02d}" * 30: k for k in range(40)})
+    got = extract_answer(json.dumps({"answer": doc, **{f"\x02{k}" * 40: 1 for k in range(30)}}))
+    assert got.answer == canonical()
+    details = [r.detail for r in got.repairs if r.kind == "unknown_keys"]
+    assert len(details) == 2 and all(len(d) <= 700 for d in details)
+    assert all(d.endswith(("more", "…")) for d in details)
