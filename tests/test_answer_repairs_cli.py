@@ -150,3 +150,25 @@ def test_two_different_answers_drop_the_voice_as_ambiguous_and_verify(tmp_path: 
     )
     verified = rune(tmp_path, "council", "verify", "shapes3")
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_verify_says_when_a_file_before_2_7_is_read_by_the_repair_rules(tmp_path: Path) -> None:
+    # A run written before 2.7 recorded no repairs (its GATE dropped such voices); verify
+    # reads it by today's rules, names the difference and says where the rules, not an
+    # edit, may be the cause.
+    council(tmp_path, "shapes4")
+    path = tmp_path / ".rune" / "council" / "run-shapes4.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["schema_version"] = "2.6"
+    index = next(i for i, v in enumerate(doc["voices"]) if v["runtime"] == "claude")
+    doc["voices"][index]["repairs"] = []
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+    verified = rune(tmp_path, "council", "verify", "shapes4", "--json")
+    assert verified.returncode == 1, verified.stdout + verified.stderr
+    outcome = json.loads(verified.stdout)
+    assert f"voices[{index}].repairs[0]" in [d["field"] for d in outcome["differences"]]
+    notes = [n for n in outcome["unchecked"] if n.startswith(f"voices[{index}]: recorded by")]
+    assert len(notes) == 1 and "before answers were read by the 2.7 rules" in notes[0]
+    # codex's answer is read with repairs too; gemini's needs none and is not flagged.
+    assert len([n for n in outcome["unchecked"] if "2.7 rules" in n]) == 2
