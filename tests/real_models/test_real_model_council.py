@@ -161,6 +161,31 @@ def test_the_councils_exact_schema_becomes_the_servers_grammar(server: RealModel
     assert gemma_log["grammar"] == smollm_log["grammar"] == "json_schema"
 
 
+def test_json_object_is_any_object_and_no_format_is_free_text(server: RealModelServer) -> None:
+    def ask(max_tokens: int, **extra: Any) -> dict[str, Any]:
+        reply = httpx.post(
+            f"{server.base_url}/chat/completions",
+            json={
+                "model": GEMMA,
+                "messages": [{"role": "user", "content": "Describe the sky as JSON."}],
+                "max_tokens": max_tokens,
+                **extra,
+            },
+            timeout=VOICE_TIMEOUT_S,
+        )
+        assert reply.status_code == 200, reply.text
+        return dict(reply.json()["choices"][0])
+
+    as_object = ask(200, response_format={"type": "json_object"})
+    free = ask(8)
+    json_object_log, free_log = logged(server)[-2:]
+    assert (json_object_log["grammar"], free_log["grammar"]) == ("json_object", "none")
+    if as_object["finish_reason"] == "stop":
+        assert isinstance(json.loads(as_object["message"]["content"]), dict)
+    # Eight tokens end no answer: the server says the cap cut it.
+    assert free["finish_reason"] == "length" and free_log["completion_tokens"] <= 8
+
+
 def test_the_contracts_raw_schema_is_refused_naming_what_the_converter_would_misread(
     server: RealModelServer,
 ) -> None:
