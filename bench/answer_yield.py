@@ -9,7 +9,9 @@ tests/fixtures/answer_shapes/: one file per shape, with where that shape was see
 index.json. ``--extra DIR`` adds answers from elsewhere, such as the real-model tier's own:
 
 - run files (``run-*.json``, or any ``*.json`` that is a CouncilResult): every voice that
-  answered, with the run's question and artifact;
+  answered, with the run's question and artifact, and every voice lost before GATE (counted
+  as dropped by ``dispatch: <its last attempt's outcome>``, e.g. a reply cut at the token
+  limit);
 - ``*.txt`` files: one raw answer each, to the question in ``DIR/question.txt`` (else the
   corpus question) about ``DIR/plan.md`` if there is one.
 
@@ -39,6 +41,8 @@ class Answer:
     text: str
     question: str
     artifact: str | None
+    # A run file's voice that never reached GATE: what its last attempt ended in.
+    dispatch: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,16 +65,19 @@ def reason_kind(reason: str) -> str:
 
 def corpus() -> list[Answer]:
     index = json.loads((CORPUS / "index.json").read_text(encoding="utf-8"))
-    artifact = (CORPUS / index["artifact"]).read_text(encoding="utf-8")
-    return [
-        Answer(
-            f"corpus/{s['file']}",
-            (CORPUS / s["file"]).read_text(encoding="utf-8"),
-            index["question"],
-            artifact,
+    answers = []
+    for s in index["shapes"]:
+        named = s.get("artifact", index["artifact"])
+        artifact = None if named is None else (CORPUS / named).read_text(encoding="utf-8")
+        answers.append(
+            Answer(
+                f"corpus/{s['file']}",
+                (CORPUS / s["file"]).read_text(encoding="utf-8"),
+                s.get("question", index["question"]),
+                artifact,
+            )
         )
-        for s in index["shapes"]
-    ]
+    return answers
 
 
 def _run_answers(path: Path) -> list[Answer] | None:
@@ -78,11 +85,15 @@ def _run_answers(path: Path) -> list[Answer] | None:
         run = CouncilResult.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError:
         return None
-    return [
-        Answer(f"{path.name}:{v.id}", v.raw.text, run.request.question, run.artifact_text)
-        for v in run.voices
-        if v.raw is not None and v.dropped_by != DISPATCH
-    ]
+    found = []
+    for v in run.voices:
+        where = f"{path.name}:{v.id}"
+        if v.dropped_by == DISPATCH:
+            ended = v.attempts[-1].outcome if v.attempts else "dropped"
+            found.append(Answer(where, "", run.request.question, None, ended))
+        elif v.raw is not None:
+            found.append(Answer(where, v.raw.text, run.request.question, run.artifact_text))
+    return found
 
 
 def extra(directory: Path, question: str) -> list[Answer]:
@@ -108,6 +119,9 @@ def extra(directory: Path, question: str) -> list[Answer]:
 
 
 def judge(answer: Answer) -> Outcome:
+    if answer.dispatch is not None:
+        # Cut at the token limit, timed out, refused: lost before GATE, and lost all the same.
+        return Outcome(answer, (), f"dispatch: {answer.dispatch}", f"dispatch: {answer.dispatch}")
     voice = Voice(
         id="v1",
         source="external-cli",
@@ -165,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
     total = len(outcomes)
     print(
-        f"answer yield through GATE: {total} answers ("
+        f"answer yield: {total} answers ("
         + ", ".join(f"{n} {name}" for name, n in sources.items())
         + ")"
     )

@@ -27,7 +27,7 @@ BENCH = ROOT / "bench" / "answer_yield.py"
 
 def test_every_file_of_the_corpus_is_indexed_with_where_it_was_seen() -> None:
     listed = [s["file"] for s in INDEX["shapes"]]
-    assert sorted(listed) == sorted(p.name for p in CORPUS.glob("*.txt"))
+    assert sorted(listed) == sorted(str(p.relative_to(CORPUS)) for p in CORPUS.rglob("*.txt"))
     assert all(s["seen"].strip() for s in INDEX["shapes"])
 
 
@@ -40,8 +40,10 @@ def test_each_shape_reaches_the_outcome_its_index_records(shape: dict[str, Any])
         status="complete",
         raw=RawOutput(text=(CORPUS / shape["file"]).read_text(encoding="utf-8")),
     )
-    request = PerspectiveRequest(id="t", question=INDEX["question"])
-    dropped = gate(voice, request, (CORPUS / INDEX["artifact"]).read_text(encoding="utf-8"))
+    request = PerspectiveRequest(id="t", question=shape.get("question", INDEX["question"]))
+    named = shape.get("artifact", INDEX["artifact"])
+    artifact = None if named is None else (CORPUS / named).read_text(encoding="utf-8")
+    dropped = gate(voice, request, artifact)
     if shape["outcome"] == "kept":
         assert dropped is None, dropped
         assert sorted({r.kind for r in voice.repairs}) == shape["repairs"]
@@ -88,7 +90,8 @@ def test_the_bench_reads_extra_answers_and_run_files(tmp_path: Path) -> None:
     (extra / "b.txt").write_text("It is stable, yes.", encoding="utf-8")
     run = ROOT / ".rune-example" / "council" / "run-orders-shard-critique.json"
     shutil.copy(run, extra / run.name)
-    answered = sum(1 for v in json.loads(run.read_text())["voices"] if v.get("raw"))
+    voices = json.loads(run.read_text())["voices"]
+    answered = sum(1 for v in voices if v.get("raw") or v.get("dropped_by") == "council.dispatch")
 
     ran = bench("--json", "--extra", str(extra))
     assert ran.returncode == 0, ran.stderr
@@ -108,3 +111,19 @@ def test_the_bench_refuses_a_missing_directory_with_one_line(tmp_path: Path) -> 
     ran = bench("--extra", str(tmp_path / "nope"))
     assert ran.returncode == 2
     assert "not a directory" in ran.stderr and "Traceback" not in ran.stderr
+
+
+def test_a_run_files_voice_lost_before_gate_counts_as_dropped_by_dispatch(tmp_path: Path) -> None:
+    run = json.loads(
+        (ROOT / ".rune-example" / "council" / "run-orders-shard-critique.json").read_text()
+    )
+    voice = run["voices"][0]
+    voice.update(status="dropped", dropped_by="council.dispatch", raw=None, drop_reason="cut")
+    voice["attempts"][-1]["outcome"] = "truncated"
+    (tmp_path / "run-cut.json").write_text(json.dumps(run), encoding="utf-8")
+
+    ran = bench("--json", "--extra", str(tmp_path))
+    assert ran.returncode == 0, ran.stderr
+    counts = json.loads(ran.stdout)
+    assert counts["drop_reasons"]["dispatch: truncated"] == 1
+    assert counts["sources"][str(tmp_path)] == len(run["voices"])
