@@ -36,7 +36,8 @@ _HEX = f"[0-9a-f]{{{2 * RUN_MARKER_BYTES}}}"
 _RUN_MARKER = re.compile(_HEX)
 # ``<run>.<n>``: the run marker, then the serial of the voice process within this program.
 _VOICE_MARKER = re.compile(rf"({_HEX})\.([1-9][0-9]{{0,11}})")
-# A voice's working directory: ``tempfile.mkdtemp(prefix=scratch_prefix(marker))``, whose
+# Every directory a voice process is given (its working directory, and the one holding its
+# prompt and schema files): ``tempfile.mkdtemp(prefix=scratch_prefix(marker))``, whose
 # random tail is eight characters of ``tempfile``'s own alphabet.
 SCRATCH_PREFIX = "rune-council-"
 _SCRATCH_TAIL = re.compile(r"-[a-z0-9_]{8}")
@@ -69,14 +70,14 @@ def is_voice_marker(value: object, run: str | None = None) -> bool:
 
 
 def scratch_prefix(marker: str) -> str:
-    """The name a voice's working directory starts with (``mkdtemp`` adds the rest)."""
+    """The name each directory a voice is given starts with (``mkdtemp`` adds the rest)."""
     if not is_voice_marker(marker):
         raise ValueError(f"not a voice marker: {marker!r}")
     return f"{SCRATCH_PREFIX}{marker}-"
 
 
 def is_scratch_dir_name(name: str, run: str) -> bool:
-    """``name`` is a working directory one of run ``run``'s voices had, by its shape alone."""
+    """``name`` is a directory one of run ``run``'s voices was given, by its shape alone."""
     if not is_run_marker(run) or not name.startswith(SCRATCH_PREFIX):
         return False
     rest = name[len(SCRATCH_PREFIX) :]

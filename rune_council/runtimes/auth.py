@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import tempfile
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,19 +129,16 @@ def home(env: Mapping[str, str]) -> Path:
 
 
 async def run_status(ctx: AuthContext, args: Sequence[str]) -> StatusResult:
-    """The CLI's own status command, in an empty directory, with nothing on stdin."""
-    workdir = tempfile.mkdtemp(prefix="rune-council-auth-")
-    try:
-        result = await run_process(
-            [ctx.path, *args],
-            stdin=b"",
-            env=ctx.env,
-            timeout_s=ctx.timeout_s,
-            max_stdout=64_000,
-            cwd=workdir,
-        )
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    """The CLI's own status command, with nothing on stdin, in the fresh empty directory
+    every process gets from ``run_process`` (named after its marker, so it is swept like a
+    voice's if the council is killed while the command runs)."""
+    result = await run_process(
+        [ctx.path, *args],
+        stdin=b"",
+        env=ctx.env,
+        timeout_s=ctx.timeout_s,
+        max_stdout=64_000,
+    )
     if result.outcome not in ("ok", "exit_nonzero"):
         return StatusResult(None, "", result.detail)
     return StatusResult(result.exit_code, result.stdout.decode("utf-8", errors="replace"))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -14,10 +12,11 @@ from dataclasses import dataclass, replace
 from ..contract import Attempt, FamilyConfidence, VoiceSource
 from ..runtime import ReplyCheck, RuntimeReply
 from ..schema import wire_schema
+from . import lineage
 from .base import redact, secret_values
 from .cli_adapter import CliAdapter, adapter_env, classify_exit
 from .parsers import tail
-from .process import ProcessResult, run_process
+from .process import ProcessResult, make_scratch_dir, remove_scratch_dir, run_process
 
 # What a failed run printed last, kept whole in its attempt record (the reason is one line).
 OUTPUT_TAIL_CAP = 2000
@@ -127,12 +126,16 @@ class CliRuntime:
         wants_answer: bool = False,
     ) -> tuple[RuntimeReply, ProcessResult | None]:
         support: str | None = None
+        # The support directory carries the voice's marker in its name, as its working
+        # directory does, so a council killed mid-run leaves nothing the next reader cannot
+        # tell for its own.
+        marker = lineage.next_voice_marker()
         try:
             prompt_file: str | None = None
             schema_file: str | None = None
             stdin = prompt.encode("utf-8")
             if self.adapter.needs_support_dir or wants_answer:
-                support = tempfile.mkdtemp(prefix="rune-council-support-")
+                support = make_scratch_dir(marker)
                 for name, content in self.adapter.support_files.items():
                     _write_private(os.path.join(support, name), content.encode("utf-8"))
                 if self.adapter.prompt_via == "file":
@@ -151,10 +154,11 @@ class CliRuntime:
                 env=env,
                 timeout_s=timeout_s,
                 max_stdout=max_output_bytes,
+                marker=marker,
             )
         finally:
             if support is not None:
-                shutil.rmtree(support, ignore_errors=True)
+                remove_scratch_dir(support)
         latency = int((time.monotonic() - started) * 1000)
         if result.outcome in ("timeout", "too_large", "spawn_error", "cancelled"):
             printed = result.stderr.decode("utf-8", errors="replace")

@@ -34,7 +34,14 @@ if TYPE_CHECKING:
 else:  # loaded on first use: a council of endpoints alone never starts a process
     from .on_first_use import psutil
 
-__all__ = ["Outcome", "ProcessResult", "remove_leftover_dirs", "run_process"]
+__all__ = [
+    "Outcome",
+    "ProcessResult",
+    "make_scratch_dir",
+    "remove_leftover_dirs",
+    "remove_scratch_dir",
+    "run_process",
+]
 
 # After a timeout nobody waits for the voice's answer any more, so there is nothing for it to
 # finish cleanly: a CLI that honours SIGTERM exits in milliseconds, and one that ignores it
@@ -88,6 +95,7 @@ async def run_process(
     cwd: str | os.PathLike[str] | None = None,
     on_start: Callable[[int], None] | None = None,
     kill_grace_s: float = KILL_GRACE_S,
+    marker: str | None = None,
 ) -> ProcessResult:
     """Run ``argv`` with ``stdin`` as its input and exactly ``env`` as its environment.
 
@@ -97,7 +105,8 @@ async def run_process(
     comply, then SIGKILL. A run ends on timeout, when stdout exceeds ``max_stdout``, on
     cancellation, or shortly after the child exits. A failure to start is reported as
     ``"spawn_error"``; an exception from ``on_start`` or a cancellation propagates after
-    the cleanup.
+    the cleanup. ``marker`` is the voice marker the child carries, for a caller that made
+    other directories for it first (``make_scratch_dir``); by default a new one.
     """
     if timeout_s <= 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
@@ -106,13 +115,14 @@ async def run_process(
 
     started = time.monotonic()
     scratch: str | None = None
-    marker = lineage.next_voice_marker()
+    if marker is None:
+        marker = lineage.next_voice_marker()
+    elif not shapes.is_voice_marker(marker):
+        raise ValueError(f"not a voice marker: {marker!r}")
     try:
         if cwd is None:
             try:
-                # Named after the voice, so a later command can remove what a killed council
-                # left (remove_leftover_dirs).
-                scratch = tempfile.mkdtemp(prefix=shapes.scratch_prefix(marker))  # mode 0o700
+                scratch = make_scratch_dir(marker)
             except OSError as exc:
                 return _not_started(started, f"could not create a working directory: {exc}")
         run = _Run(
@@ -130,7 +140,18 @@ async def run_process(
         return await run.execute(on_start)
     finally:
         if scratch is not None:
-            _remove_tree(scratch)
+            remove_scratch_dir(scratch)
+
+
+def make_scratch_dir(marker: str) -> str:
+    """A fresh private (0700) directory for the voice process ``marker`` names.
+
+    Every directory a voice is given (its working directory, the one holding its prompt and
+    schema files) is named after its marker and nothing else, so that when a council is
+    killed before it can remove them, the next command that finds the run abandoned can
+    tell them from anything else and remove them (``remove_leftover_dirs``).
+    """
+    return tempfile.mkdtemp(prefix=shapes.scratch_prefix(marker))
 
 
 class _Capture(asyncio.Protocol):
@@ -649,8 +670,9 @@ def _remove_own_dir(parent: int, name: str) -> bool:
     return True
 
 
-def _remove_tree(path: str) -> None:
-    """Remove a working directory this process made, whatever the child left in it."""
+def remove_scratch_dir(path: str) -> None:
+    """Remove a directory ``make_scratch_dir`` made, whatever the child left in it: its
+    symlinks are removed, never followed, and what it locked is unlocked through a handle."""
     parent, name = os.path.split(os.path.abspath(path))
     try:
         parent_fd = os.open(parent, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
