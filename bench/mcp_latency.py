@@ -69,7 +69,7 @@ async def bench(repeat: int, tmp: Path) -> None:
             await session.list_tools()
             startup = time.perf_counter() - started
 
-            async def progress(value: float, total: float | None, msg: str | None) -> None:
+            async def progress(progress: float, total: float | None, message: str | None) -> None:
                 count[0] += 1
 
             # One of each first, untimed: the detect cache and imports warm up.
@@ -91,20 +91,18 @@ async def bench(repeat: int, tmp: Path) -> None:
                 # The request as any host sends it; ClientSession.call_tool would add
                 # its own check of the result against the output schema (timed below).
                 out = await session.send_request(
-                    types.ClientRequest(
-                        types.CallToolRequest(
-                            params=types.CallToolRequestParams(
-                                name="convene",
-                                arguments={"question": QUESTION, "id": f"mcp-{i}"},
-                            )
+                    types.CallToolRequest(
+                        params=types.CallToolRequestParams(
+                            name="convene",
+                            arguments={"question": QUESTION, "id": f"mcp-{i}"},
                         )
                     ),
                     types.CallToolResult,
                     progress_callback=progress,
                 )
                 through_mcp.append(time.perf_counter() - t0)
-                assert not out.isError and out.structuredContent is not None, out.content
-                assert out.structuredContent["voices_valid"] == 3
+                assert not out.is_error and out.structured_content is not None, out.content
+                assert out.structured_content["voices_valid"] == 3
                 t0 = time.perf_counter()
                 await session.call_tool("convene", {"question": QUESTION, "id": f"sdk-{i}"})
                 validated.append(time.perf_counter() - t0)

@@ -21,7 +21,8 @@ import psutil
 import pytest
 from mcp import types
 
-from rune_council.contract import CouncilResult, DeliberationOptions
+from rune_council.contract import CouncilResult
+from rune_council.council.intake import ask_schema
 from tests.fakes.bin import install_fake
 from tests.helpers import PLAN, QUESTION, ROLLBACK, SHARDS, UNDO, answer, council_result_schema
 from tests.mcp_client import connect, server_env, text_of
@@ -71,20 +72,28 @@ def test_tools_carry_schemas_generated_from_the_contract(tmp_path: Path) -> None
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.description and len(tool.description) > 60, tool.name
-        assert "$ref" not in json.dumps(tool.inputSchema), tool.name
-        assert tool.inputSchema.get("additionalProperties") is False, tool.name
-    convene = tools["convene"].inputSchema
-    assert convene["required"] == ["question"]
-    assert convene["properties"]["mode"]["enum"] == ["critique", "review", "judge", "generate"]
-    assert convene["properties"]["n"]["minimum"] == 2 and convene["properties"]["n"]["maximum"] == 5
-    # Deliberation options are the contract's own, field for field.
-    contract = DeliberationOptions.model_json_schema()
-    deliberation = convene["properties"]["deliberation"]["anyOf"][0]
-    assert set(deliberation["properties"]) == set(contract["properties"])
-    assert deliberation["properties"]["method"] == contract["properties"]["method"]
-    # No way to ask for consent in a call: nothing in the schema names it.
-    assert not any("allow" in key or key == "yes" for key in convene["properties"])
-    assert tools["convene"].outputSchema == CouncilResult.model_json_schema(mode="serialization")
+        assert "$ref" not in json.dumps(tool.input_schema), tool.name
+        assert tool.input_schema.get("additionalProperties") is False, tool.name
+    convene = tools["convene"].input_schema
+    # The intake's own ask, as a caller who is not the operator may send it, and the line
+    # a host's /rune command was given.
+    asked = ask_schema(trusted_caller=False, nested=False)
+    assert set(convene["properties"]) == {*asked["properties"], "arguments"}
+    assert "required" not in convene  # a question, or arguments holding one
+    mode = convene["properties"]["mode"]["anyOf"][0]
+    assert mode["enum"] == ["critique", "review", "judge", "generate"]
+    # The contract's bounds, not restated: at least two voices; more is capped, not refused.
+    n = convene["properties"]["n"]["anyOf"][0]
+    assert n["minimum"] == 2 and "maximum" not in n
+    rounds = convene["properties"]["multi_round"]["anyOf"][0]["properties"]["max_rounds"]
+    assert rounds["anyOf"][0]["maximum"] == 10
+    for flag in ("--template", "--rounds", "--chain", "--council-type"):
+        assert flag in convene["properties"]["arguments"]["description"], flag
+    # No way to ask for consent, or to run a program, in a call: nothing in the schema names it.
+    for key in ("yes", "subagent_cmd", "orchestrator_cmd", "key_env", "request"):
+        assert key not in convene["properties"], key
+    assert not any("allow" in key for key in convene["properties"])
+    assert tools["convene"].output_schema == CouncilResult.model_json_schema(mode="serialization")
 
 
 def test_convene_returns_the_result_with_one_progress_note_per_voice_transition(
@@ -100,16 +109,16 @@ def test_convene_returns_the_result_with_one_progress_note_per_voice_transition(
         async with connect(tmp_path, "--yes") as session:
             return await session.call_tool(
                 "convene",
-                {"question": QUESTION, "artifact_path": "plan.md", "id": "m1", "mode": "critique"},
+                {"question": QUESTION, "artifact": "plan.md", "id": "m1", "mode": "critique"},
                 progress_callback=on_progress,
             )
 
     result = run(scenario())
-    assert not result.isError, text_of(result)
+    assert not result.is_error, text_of(result)
     text = text_of(result)
     assert text.startswith("## Council Result: m1\n- **Decorrelation**: MULTI_FAMILY")
     assert "The plan has no rollback step" in text
-    structured = result.structuredContent
+    structured = result.structured_content
     assert structured is not None
     jsonschema.validate(structured, council_result_schema())
     recorded = run_file(tmp_path, "m1")
@@ -118,14 +127,54 @@ def test_convene_returns_the_result_with_one_progress_note_per_voice_transition(
     assert "No rollback step is defined." in (tmp_path / "prompt.txt").read_text()
 
     transitions = [e for e in recorded["events"] if e["kind"] == "voice.status"]
-    messages = [m for _, _, m in progress]
-    assert len(messages) == len(transitions) >= 6, messages
-    for message, event in zip(messages, transitions, strict=True):
-        assert message is not None
+    voice_notes = [m for _, _, m in progress if m and re.match(r"v\d ", m)]
+    assert len(voice_notes) == len(transitions) >= 6, voice_notes
+    for message, event in zip(voice_notes, transitions, strict=True):
         assert re.fullmatch(r"v\d \w+ (running|complete|dropped) [0-3]/3", message), message
         assert message.startswith(f"{event['voice_id']} ") and f" {event['status']} " in message
-    assert [v for v, _, _ in progress] == sorted({v for v, _, _ in progress})  # grows each time
-    assert messages[-1].endswith(" 3/3") and sum(m.endswith("complete 3/3") for m in messages) == 1
+    # Against a total known from the start, growing each time, reaching it with the verdict.
+    values = [v for v, _, _ in progress]
+    assert values == sorted(set(values))
+    assert {t for _, t, _ in progress} == {100.0}
+    assert progress[-1] == (100.0, 100.0, "verdict: MULTI_FAMILY, 3 valid")
+    assert all(v < 100.0 for v in values[:-1])
+
+
+def test_progress_keeps_moving_through_deliberation_and_rounds(tmp_path: Path) -> None:
+    fakes(tmp_path)
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async def scenario() -> types.CallToolResult:
+        async with connect(tmp_path, "--yes") as session:
+            return await session.call_tool(
+                "convene",
+                {
+                    "question": QUESTION,
+                    "id": "p2",
+                    "deliberation": "vote",
+                    "multi_round": {"max_rounds": 2, "convergence_threshold": 1},
+                },
+                progress_callback=on_progress,
+            )
+
+    result = run(scenario())
+    assert not result.is_error, text_of(result)
+    assert len(run_file(tmp_path, "p2")["deliberation"]["rounds"]) == 2
+    values = [v for v, _, _ in progress]
+    messages = [m or "" for _, _, m in progress]
+    assert values == sorted(set(values)) and {t for _, t, _ in progress} == {100.0}
+    # Each stage is heard from, in order, and the bar is not full before the verdict.
+    first_done = next(i for i, m in enumerate(messages) if m.startswith("round 1 done"))
+    second = next(i for i, m in enumerate(messages) if m.startswith("round 2: dispatching"))
+    vote = next(i for i, m in enumerate(messages) if m.startswith("vote:"))
+    assert vote < first_done < second
+    assert 40 <= values[first_done] <= 60  # one round of two is half the council
+    assert any(re.match(r"v\d \w+ complete", m) for m in messages[second:])
+    assert messages[-1].startswith("verdict: ") and values[-1] == 100.0
+    assert values[-2] < 100.0
 
 
 def test_every_other_tool_and_the_resources(tmp_path: Path) -> None:
@@ -135,7 +184,7 @@ def test_every_other_tool_and_the_resources(tmp_path: Path) -> None:
         out: dict[str, Any] = {}
         async with connect(tmp_path, "--yes") as session:
             first = await session.call_tool("convene", {"question": QUESTION, "id": "r1", "n": 2})
-            assert not first.isError, text_of(first)
+            assert not first.is_error, text_of(first)
             for name, args in [
                 ("detect", {}),
                 ("list_runs", {"limit": 5}),
@@ -145,43 +194,41 @@ def test_every_other_tool_and_the_resources(tmp_path: Path) -> None:
             ]:
                 out[name] = await session.call_tool(name, args)
             out["resources"] = (await session.list_resources()).resources
-            out["templates"] = (await session.list_resource_templates()).resourceTemplates
-            out["run"] = await session.read_resource("rune://runs/r1")  # type: ignore[arg-type]
-            out["contract"] = await session.read_resource(
-                "rune://contract/council-result"  # type: ignore[arg-type]
-            )
+            out["templates"] = (await session.list_resource_templates()).resource_templates
+            out["run"] = await session.read_resource("rune://runs/r1")
+            out["contract"] = await session.read_resource("rune://contract/council-result")
         return out
 
     out = run(scenario())
     for name in ("detect", "list_runs", "show_run", "verify_run", "tally"):
-        assert not out[name].isError, (name, text_of(out[name]))
+        assert not out[name].is_error, (name, text_of(out[name]))
 
-    detected = {d["runtime"]: d for d in out["detect"].structuredContent["detected"]}
+    detected = {d["runtime"]: d for d in out["detect"].structured_content["detected"]}
     assert detected["claude"]["status"] == "available"
     assert detected["claude"]["model_family"] == "anthropic"
     assert "- codex: available, family openai" in text_of(out["detect"])
 
-    rows = out["list_runs"].structuredContent["runs"]
+    rows = out["list_runs"].structured_content["runs"]
     assert [(r["id"], r["status"], r["uri"]) for r in rows] == [
         ("r1", "complete", "rune://runs/r1")
     ]
 
-    shown = out["show_run"].structuredContent
+    shown = out["show_run"].structured_content
     assert shown == run_file(tmp_path, "r1")
     assert text_of(out["show_run"]).startswith("## Council Result: r1")
 
-    verified = out["verify_run"].structuredContent
+    verified = out["verify_run"].structured_content
     assert verified["reproduced"] is True and verified["differences"] == []
     assert "reproduced" in text_of(out["verify_run"])
 
-    tally = out["tally"].structuredContent
+    tally = out["tally"].structured_content
     assert tally["winner"] == "A"
     assert {s["label"]: s["score"] for s in tally["scores"]} == {"A": 5, "B": 3, "C": 1}
     assert "winner: A" in text_of(out["tally"])
 
     uris = {str(r.uri) for r in out["resources"]}
     assert uris == {"rune://runs/r1", "rune://contract/council-result"}
-    assert [t.uriTemplate for t in out["templates"]] == ["rune://runs/{id}"]
+    assert [t.uri_template for t in out["templates"]] == ["rune://runs/{id}"]
     (content,) = out["run"].contents
     assert json.loads(content.text) == run_file(tmp_path, "r1")
     (schema,) = out["contract"].contents
@@ -202,11 +249,10 @@ def test_a_host_cancelling_convene_cancels_the_council(tmp_path: Path) -> None:
 
     async def scenario() -> tuple[BaseException | None, types.CallToolResult]:
         async with connect(tmp_path, "--yes") as session:
-            request_id = session._request_id  # the id the next request will carry
             call = asyncio.ensure_future(
                 session.call_tool(
                     "convene",
-                    {"question": QUESTION, "id": "c1", "timeout_s": 300},
+                    {"question": QUESTION, "id": "c1", "timeout": 300},
                     progress_callback=on_progress,
                 )
             )
@@ -215,34 +261,27 @@ def test_a_host_cancelling_convene_cancels_the_council(tmp_path: Path) -> None:
                 if pids.exists() and len(pids.read_text().splitlines()) == 3:
                     break
                 await asyncio.sleep(0.05)
-            await session.send_notification(
-                types.ClientNotification(
-                    types.CancelledNotification(
-                        params=types.CancelledNotificationParams(
-                            requestId=request_id, reason="the user pressed Esc"
-                        )
-                    )
-                )
-            )
+            # The user pressed Esc: the host drops the call, and its client tells the server.
+            call.cancel()
             outcome: BaseException | None = None
             try:
                 await asyncio.wait_for(call, 30)
-            except Exception as exc:
+            except BaseException as exc:
                 outcome = exc
             # The host has its answer at once; the server still serves, and its list says
             # "cancelled" as soon as the council has stopped its voices.
             for _ in range(100):
                 after = await session.call_tool("list_runs", {})
-                if after.structuredContent["runs"][0]["status"] != "running":
+                if after.structured_content["runs"][0]["status"] != "running":
                     break
                 await asyncio.sleep(0.1)
             return outcome, after
 
     outcome, after = run(scenario())
-    assert outcome is not None and "cancelled" in str(outcome).lower()
+    assert isinstance(outcome, asyncio.CancelledError)
     doc = run_file(tmp_path, "c1")
     assert doc["status"] == "cancelled"
-    assert [r["status"] for r in after.structuredContent["runs"]] == ["cancelled"]
+    assert [r["status"] for r in after.structured_content["runs"]] == ["cancelled"]
 
     children = [int(line.split()[1]) for line in pids.read_text().splitlines()]
     assert len(children) == 3
@@ -264,19 +303,26 @@ def test_without_standing_consent_the_council_is_subagent_only(tmp_path: Path) -
             raised = await session.call_tool(
                 "convene", {"question": QUESTION, "id": "x1", "allow_external": True}
             )
+            for grant in (
+                {"question": QUESTION, "yes": True},
+                {"arguments": f"--yes --id x2 {QUESTION!r}"},
+            ):
+                granted = await session.call_tool("convene", grant)
+                assert granted.is_error
+                assert "only the operator of this MCP server sets this" in text_of(granted)
             plain = await session.call_tool("convene", {"question": QUESTION, "id": "s1"})
             return raised, plain
 
     raised, plain = run(scenario())
-    assert raised.isError
-    assert "allow_external: Extra inputs are not permitted" in text_of(raised)
-    assert "RequestError, CLI exit code 2" in text_of(raised)
-    assert not plain.isError, text_of(plain)
+    assert raised.is_error
+    assert "allow_external: unknown key 'allow_external'" in text_of(raised)
+    assert "AskError, CLI exit code 2" in text_of(raised)
+    assert not plain.is_error, text_of(plain)
     doc = run_file(tmp_path, "s1")
     assert doc["runtime_report"]["consent"].startswith("not granted")
     assert {v["source"] for v in doc["voices"]} == {"subagent"}
     assert not argv_log.exists(), "an external CLI was dispatched without consent"
-    assert not (tmp_path / ".rune" / "council" / "run-x1.json").exists()
+    assert not list((tmp_path / ".rune" / "council").glob("run-x*.json"))
 
 
 def _elicitation(answers: list[bool], asked: list[str]) -> Any:
@@ -298,7 +344,7 @@ def test_the_host_asks_the_user_once_per_connection(tmp_path: Path, allow: bool)
         async with connect(tmp_path, elicitation=_elicitation([allow], asked)) as session:
             for run_id in ("e1", "e2"):
                 out = await session.call_tool("convene", {"question": QUESTION, "id": run_id})
-                assert not out.isError, text_of(out)
+                assert not out.is_error, text_of(out)
 
     run(scenario())
     assert len(asked) == 1
@@ -327,7 +373,7 @@ def test_standing_consent_from_the_environment_needs_no_question(tmp_path: Path)
     async def scenario() -> None:
         async with connect(tmp_path, env=env, elicitation=_elicitation([], asked)) as session:
             out = await session.call_tool("convene", {"question": QUESTION, "id": "k1", "n": 2})
-            assert not out.isError, text_of(out)
+            assert not out.is_error, text_of(out)
 
     run(scenario())
     assert asked == []

@@ -45,25 +45,35 @@ def test_hostile_calls_are_tool_errors_and_the_server_keeps_serving(tmp_path: Pa
     work = project(tmp_path)
     huge = "x" * 3_000_000
     calls: list[tuple[str, dict[str, Any], str]] = [
-        ("convene", {"question": QUESTION, "artifact_path": "../secret.txt"}, "outside"),
+        ("convene", {"question": QUESTION, "artifact": "../secret.txt"}, "outside"),
         (
             "convene",
-            {"question": QUESTION, "artifact_path": str(tmp_path / "secret.txt")},
+            {"question": QUESTION, "artifact": str(tmp_path / "secret.txt")},
             "outside",
         ),
-        ("convene", {"question": QUESTION, "artifact_path": "escape.md"}, "outside"),
-        ("convene", {"question": QUESTION, "artifact_path": "/etc/passwd"}, "outside"),
-        ("convene", {"question": QUESTION, "artifact_path": "missing.md"}, "not a file"),
-        ("convene", {"question": QUESTION, "artifact_path": "plan\x00.md"}, "NUL"),
+        ("convene", {"question": QUESTION, "artifact": "escape.md"}, "outside"),
+        ("convene", {"question": QUESTION, "artifact": "/etc/passwd"}, "outside"),
+        ("convene", {"question": QUESTION, "artifact": "missing.md"}, "no such file"),
+        ("convene", {"question": QUESTION, "artifact": "plan\x00.md"}, "NUL"),
         ("convene", {"question": QUESTION, "id": "../../escape"}, "not a safe file name"),
         ("convene", {"question": QUESTION, "id": "a\nb"}, "not a safe file name"),
         ("convene", {"question": huge}, "question: String should have at most 20000"),
-        ("convene", {"question": QUESTION, "artifact_text": huge}, "artifact_text: String"),
+        ("convene", {"question": QUESTION, "artifact": {"text": huge}}, "artifact.text: String"),
         ("convene", {"question": QUESTION, "n": 1}, "n: Input should be greater than or equal"),
         ("convene", {"question": QUESTION, "mode": "generate"}, "NOT_IMPLEMENTED"),
         ("convene", {"question": 42}, "question: Input should be a valid string"),
         ("convene", {}, "question: Field required"),
-        ("convene", {"question": QUESTION, "deliberation": {"sudo": 1}}, "Extra inputs"),
+        ("convene", {"question": QUESTION, "deliberation": {"sudo": 1}}, "deliberation: Input"),
+        ("convene", {"question": QUESTION, "multi_round": {"sudo": 1}}, "unknown key 'sudo'"),
+        ("convene", {"question": QUESTION, "request": {"question": "q"}}, "unknown key"),
+        ("convene", {"question": QUESTION, "subagent_cmd": "touch PWNED"}, "only the operator"),
+        ("convene", {"question": QUESTION, "endpoints": ["http://127.0.0.1:9"]}, "configured"),
+        ("convene", {"arguments": "--artifact ../secret.txt q"}, "--artifact.path: "),
+        ("convene", {"arguments": "--orchestrator-cmd 'touch PWNED' q"}, "only the operator"),
+        ("convene", {"arguments": "--templte security-review q"}, "closest valid option"),
+        ("convene", {"arguments": '"open quote'}, "cannot be split into words"),
+        ("convene", {"arguments": "--n 4 q", "n": 3}, "given in arguments and as a key"),
+        ("convene", {"arguments": 7}, "arguments: must be one string"),
         ("show_run", {"run_id": "../../secret"}, "not a safe file name"),
         ("show_run", {"run_id": "ok\nforged"}, "not a safe file name"),
         ("show_run", {"run_id": ".."}, "not a safe file name"),
@@ -86,11 +96,11 @@ def test_hostile_calls_are_tool_errors_and_the_server_keeps_serving(tmp_path: Pa
                 "file:///etc/passwd",
             ):
                 try:
-                    await session.read_resource(uri)  # type: ignore[arg-type]
+                    await session.read_resource(uri)
                 except Exception as exc:
                     resource_errors.append(str(exc))
             ok = await session.call_tool(
-                "convene", {"question": QUESTION, "artifact_path": "plan.md", "n": 2, "id": "ok"}
+                "convene", {"question": QUESTION, "artifact": "plan.md", "n": 2, "id": "ok"}
             )
         return results, resource_errors, ok
 
@@ -98,19 +108,20 @@ def test_hostile_calls_are_tool_errors_and_the_server_keeps_serving(tmp_path: Pa
     for (name, args, fragment), result in zip(calls, results, strict=True):
         text = text_of(result)
         shown = {k: (v[:40] if isinstance(v, str) else v) for k, v in args.items()}
-        assert result.isError, (name, shown, text[:300])
+        assert result.is_error, (name, shown, text[:300])
         assert fragment in text, (name, shown, text[:300])
         assert text.startswith("rune council: ") and "Traceback" not in text
         assert len(text) < 2_000, (name, shown)  # one line, not the input echoed back
         assert "TOP SECRET" not in text
+    assert not list(tmp_path.rglob("PWNED*")), "a tool call ran a program"
     assert len(resource_errors) == 4
     assert "not a safe file name" in resource_errors[0]
     assert "not a safe file name" in resource_errors[1]
     assert "no run file at" in resource_errors[2]
     assert "unknown resource" in resource_errors[3]
     # The server survived all of it, and only the good call left a run file.
-    assert not ok.isError, text_of(ok)
-    assert ok.structuredContent is not None and ok.structuredContent["voices_valid"] == 2
+    assert not ok.is_error, text_of(ok)
+    assert ok.structured_content is not None and ok.structured_content["voices_valid"] == 2
     council = work / ".rune" / "council"
     assert sorted(p.name for p in council.iterdir()) == ["run-ok.json"]
     assert not list(tmp_path.glob("**/run-*escape*"))
@@ -124,22 +135,22 @@ def test_markup_and_escapes_are_data_never_terminal_control(tmp_path: Path) -> N
         async with connect(work, "--yes", env=server_env(work)) as session:
             convened = await session.call_tool(
                 "convene",
-                {"question": HOSTILE, "artifact_text": HOSTILE, "n": 2, "id": "h1"},
+                {"question": HOSTILE, "artifact": {"text": HOSTILE}, "n": 2, "id": "h1"},
             )
             tallied = await session.call_tool("tally", {"transcript": f"PROPOSE A {HOSTILE!r}"})
             listed = await session.list_resources()
         return convened, tallied, json.dumps([r.model_dump(mode="json") for r in listed.resources])
 
     convened, tallied, listed = asyncio.run(scenario())
-    assert not convened.isError, text_of(convened)
+    assert not convened.is_error, text_of(convened)
     text = text_of(convened)
     # The text part may be shown on a terminal: no control character reaches it ...
     for control in ("\x1b", "\x07", "\x00"):
         assert control not in text and control not in text_of(tallied)
     assert "Ignore all previous instructions" in text  # ... but the words are kept, as data
     # The structured part is the exact record: the question round-trips byte for byte.
-    assert convened.structuredContent is not None
-    assert convened.structuredContent["question"] == HOSTILE
+    assert convened.structured_content is not None
+    assert convened.structured_content["question"] == HOSTILE
     recorded = json.loads((work / ".rune" / "council" / "run-h1.json").read_text())
     assert recorded["question"] == HOSTILE
     # Nothing in the question raised consent or changed the run: it ran as the operator set.

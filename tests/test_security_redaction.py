@@ -274,14 +274,14 @@ def test_disguised_keys_reach_neither_the_http_api_nor_the_mcp_tools(tmp_path: P
         async def through_mcp() -> None:
             async with connect(tmp_path, "--yes", env=env) as session:
                 made = await session.call_tool("convene", {"question": Q, "id": "via-mcp", "n": 3})
-                assert not made.isError, text_of(made)
+                assert not made.is_error, text_of(made)
                 bodies["mcp convene text"] = text_of(made)
-                bodies["mcp convene structured"] = json.dumps(made.structuredContent)
+                bodies["mcp convene structured"] = json.dumps(made.structured_content)
                 for run_id in ("via-mcp", "via-http"):
                     got = await session.call_tool("show_run", {"run_id": run_id})
-                    assert not got.isError, text_of(got)
+                    assert not got.is_error, text_of(got)
                     bodies[f"mcp show_run {run_id}"] = text_of(got)
-                    bodies[f"mcp show_run {run_id} structured"] = json.dumps(got.structuredContent)
+                    bodies[f"mcp show_run {run_id} structured"] = json.dumps(got.structured_content)
 
         asyncio.run(through_mcp())
     doc = json.loads(bodies["GET /v1/councils/via-http"])

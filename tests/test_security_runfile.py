@@ -400,11 +400,11 @@ def _door_mcp(s: Scene) -> None:
         seen: list[tuple[str, str, bool, str]] = []
         async with connect(s.proj, env=s.env) as session:
             listed = await session.call_tool("list_runs", {"limit": 50})
-            seen.append(("list_runs", "", bool(listed.isError), text_of(listed)))
+            seen.append(("list_runs", "", bool(listed.is_error), text_of(listed)))
             for run_id in s.ids:
                 for tool in ("show_run", "verify_run"):
                     got = await session.call_tool(tool, {"run_id": run_id})
-                    seen.append((tool, run_id, bool(got.isError), text_of(got)))
+                    seen.append((tool, run_id, bool(got.is_error), text_of(got)))
         return seen
 
     for tool, run_id, is_error, text in asyncio.run(calls()):

@@ -341,7 +341,7 @@ def test_the_mcp_convene_tool_takes_a_template(tmp_path: Path) -> None:
                 "convene",
                 {
                     "question": QUESTION,
-                    "artifact_path": "plan.md",
+                    "artifact": "plan.md",
                     "id": "mcp-t",
                     "n": 2,
                     "template": "migration-critique",
@@ -349,7 +349,7 @@ def test_the_mcp_convene_tool_takes_a_template(tmp_path: Path) -> None:
             )
 
     result = asyncio.run(scenario())
-    assert not result.isError, text_of(result)
+    assert not result.is_error, text_of(result)
     recorded = json.loads((tmp_path / ".rune" / "council" / "run-mcp-t.json").read_text())
     assert recorded["request"]["template"]["name"] == "migration-critique"
     assert recorded["request"]["mode"] == "critique"  # the template's, not the tool's default

@@ -1,10 +1,11 @@
 """Consent to dispatch external AI CLIs, for one MCP connection.
 
-The rules are the library's (``rune_council.consent``): the operator's ``--yes``, then the
-environment and ``council.toml``, then an earlier yes at the terminal prompt. When none of
-them has decided and the host supports elicitation, the user is asked once per connection
-and the answer holds for that connection only. Nothing in a tool call takes part: the
-arguments have no field for it, so a host model cannot grant itself consent.
+The rules are the library's (``rune_council.consent``, applied by the intake): the
+operator's ``--yes``, then the environment and ``council.toml``, then an earlier yes at the
+terminal prompt. When none of them has decided and the host supports elicitation, the user
+is asked once per connection and the answer holds for that connection only. Nothing in a
+tool call takes part: the intake refuses ``yes`` from a caller who is not the operator, so a
+host model cannot grant itself consent.
 """
 
 from __future__ import annotations
@@ -40,23 +41,20 @@ class ConnectionConsent:
         self._asked: Decision | None = None
         self._lock = asyncio.Lock()
 
-    async def decide(self, session: ServerSession, request_id: types.RequestId) -> Decision:
+    async def decide(
+        self, session: ServerSession, request_id: types.RequestId | None, *, undecided: bool
+    ) -> Decision:
+        """``undecided``: the intake found nothing standing (``Prepared.consent_undecided``)."""
         if self._settings.yes:
             return Decision(True, "granted (rune council mcp --yes)")
-        from ..config import load_config
-        from ..consent import decide
-
-        env = self._settings.env
-        if decide(None, env, load_config(self._where, env), self._where) is not None:
-            return Decision(None)
-        if not _can_elicit(session):
+        if not undecided or not _can_elicit(session):
             return Decision(None)
         async with self._lock:  # two concurrent calls still ask only once
             if self._asked is None:
                 self._asked = await self._ask(session, request_id)
             return self._asked
 
-    async def _ask(self, session: ServerSession, request_id: types.RequestId) -> Decision:
+    async def _ask(self, session: ServerSession, request_id: types.RequestId | None) -> Decision:
         from ..discovery.assembly import assemble_clis
 
         found = await assemble_clis(self._where, env=self._settings.env, allow_external=True)
@@ -91,5 +89,11 @@ class ConnectionConsent:
 
 
 def _can_elicit(session: ServerSession) -> bool:
-    params = session.client_params
-    return params is not None and params.capabilities.elicitation is not None
+    # A client that declared elicitation, on a connection that can carry a request back to
+    # it (a 2026-07-28 connection answers each request in one reply, and cannot).
+    capabilities = session.client_capabilities
+    return (
+        capabilities is not None
+        and capabilities.elicitation is not None
+        and session.can_send_request
+    )

@@ -1,32 +1,32 @@
 """The MCP server: tool and resource handlers over the library, on the SDK's low-level Server.
 
-Handlers are registered in ``request_handlers`` directly rather than through the SDK's
-decorators: every tool call then passes through one place that turns any exception into a
-tool error, so nothing a host sends can stop the server.
+Every tool call passes through one handler that turns any exception into a tool error, so
+nothing a host sends can stop the server. The convene tool is a door like the command line:
+it parses the call into the one intake (``council.intake``), prepares the council as this
+door lets a host's model ask it, and runs it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
-from mcp.server.session import ServerSession
-from mcp.shared.exceptions import McpError
-from pydantic import AnyUrl, BaseModel, ValidationError
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
 
 from .. import runs
 from ..contract import CouncilResult, TallyReport
+from ..council.intake import FLAGS, AskDefaults, Door, prepare
 from ..errors import CouncilError, ExitCode, RequestError, exit_code_for
 from ..paths import RuneDir
 from ..safetext import plain
@@ -36,7 +36,6 @@ from .settings import ServerSettings
 from .tools import (
     BY_NAME,
     TOOLS,
-    ConveneArgs,
     DetectArgs,
     Difference,
     ListRunsArgs,
@@ -46,9 +45,17 @@ from .tools import (
     TallyArgs,
     ToolSpec,
     VerifyOutcome,
-    input_schema,
     output_schema,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from mcp.server.context import ServerRequestContext
+
+    from ..council.intake import Ask
+
+    Context = ServerRequestContext[Any, Any]
 
 RUN_URI = "rune://runs/"
 CONTRACT_URI = "rune://contract/council-result"
@@ -62,18 +69,13 @@ INSTRUCTIONS = (
 )
 
 ToolResult = tuple[str, BaseModel]
+# What a tool gives back beyond its text and structured part (the runs a chain wrote).
+Links = list[types.ResourceLink]
 
 
 def for_display(text: str) -> str:
     # A host may print tool text on a terminal; the structured part keeps the raw text.
     return plain(text)
-
-
-def _bad_args(exc: ValidationError) -> RequestError:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
-    )
-    return RequestError(f"malformed arguments: {problems}")
 
 
 def error_result(exc: BaseException) -> types.CallToolResult:
@@ -86,7 +88,7 @@ def error_result(exc: BaseException) -> types.CallToolResult:
         message = f"{what}: {type(exc).__name__}: {exc}"
     text = f"rune council: {message} [{type(exc).__name__}, CLI exit code {int(code)}]"
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=for_display(text))], isError=True
+        content=[types.TextContent(type="text", text=for_display(text))], is_error=True
     )
 
 
@@ -99,78 +101,93 @@ class CouncilServer:
         self.settings = settings
         self.where = RuneDir.resolve(settings.rune_dir)
         self.consent = ConnectionConsent(settings, self.where)
+        # Who asks through this door: a host's model, not the operator. It may name a file
+        # only inside the folder the server was started in, and never grant consent or run
+        # a program; what the operator started the server with holds for every council.
+        self.door = Door(
+            name="this MCP server",
+            rune_dir=self.where.root,
+            artifact_root=settings.workdir,
+            trusted_caller=False,
+            env=settings.env,
+            defaults=AskDefaults(
+                subagent_cmd=settings.subagent_cmd,
+                subagent_family=settings.subagent_family,
+                yes=True if settings.yes else None,
+            ),
+        )
         self._councils: set[asyncio.Future[CouncilResult]] = set()
         self._stopping: asyncio.Future[None] | None = None
-        self.server: Server[Any, Any] = Server(
-            "rune-council", version=version("rune-council"), instructions=INSTRUCTIONS
-        )
-        self._tools: dict[str, Callable[[Any], Awaitable[ToolResult]]] = {
-            "convene": self._convene,
+        # convene answers with more than these (see _convene).
+        self._tools: dict[str, Callable[[Context, Any], Awaitable[ToolResult]]] = {
             "detect": self._detect,
             "list_runs": self._list_runs,
             "show_run": self._show_run,
             "verify_run": self._verify_run,
             "tally": self._tally,
         }
-        handlers = self.server.request_handlers
-        handlers[types.ListToolsRequest] = self._handle_list_tools
-        handlers[types.CallToolRequest] = self._handle_call_tool
-        handlers[types.ListResourcesRequest] = self._handle_list_resources
-        handlers[types.ListResourceTemplatesRequest] = self._handle_list_templates
-        handlers[types.ReadResourceRequest] = self._handle_read_resource
+        self.server: Server[Any] = Server(
+            "rune-council",
+            version=version("rune-council"),
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._handle_list_tools,
+            on_call_tool=self._handle_call_tool,
+            on_list_resources=self._handle_list_resources,
+            on_list_resource_templates=self._handle_list_templates,
+            on_read_resource=self._handle_read_resource,
+        )
 
     # ------------------------------------------------------------------ tools
 
-    async def _handle_list_tools(self, _req: Any) -> types.ServerResult:
-        return types.ServerResult(types.ListToolsResult(tools=[_tool(spec) for spec in TOOLS]))
+    async def _handle_list_tools(
+        self, _ctx: Context, _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_tool(spec) for spec in TOOLS])
 
-    async def _handle_call_tool(self, req: types.CallToolRequest) -> types.ServerResult:
-        name = req.params.name
+    async def _handle_call_tool(
+        self, ctx: Context, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name = params.name
+        links: Links = []
         try:
             spec = BY_NAME.get(name)
             if spec is None:
                 raise RequestError(f"unknown tool {name!r}; tools: {', '.join(BY_NAME)}")
-            try:
-                args = spec.args.model_validate(req.params.arguments or {})
-            except ValidationError as exc:
-                raise _bad_args(exc) from None
-            text, structured = await self._tools[name](args)
+            args = spec.parse(params.arguments or {})
+            if name == "convene":
+                text, structured, links = await self._convene(ctx, *args)
+            else:
+                text, structured = await self._tools[name](ctx, args)
         except Exception as exc:  # every failure is a tool error, never a crash
-            return types.ServerResult(error_result(exc))
-        return types.ServerResult(
-            types.CallToolResult(
-                content=[types.TextContent(type="text", text=for_display(text))],
-                structuredContent=structured.model_dump(mode="json"),
-                isError=False,
-            )
+            return error_result(exc)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=for_display(text)), *links],
+            structured_content=structured.model_dump(mode="json"),
+            is_error=False,
         )
 
-    async def _convene(self, args: ConveneArgs) -> ToolResult:
-        from ..council import CouncilOptions, aconvene, new_run_id
+    async def _convene(
+        self, ctx: Context, ask: Ask, as_flags: bool
+    ) -> tuple[str, BaseModel, Links]:
         from ..deliberation.render import render_deliberation
         from ..render import render
 
-        request = self._request(args, new_run_id)
-        ctx = self.server.request_context
-        decision = await self.consent.decide(ctx.session, ctx.request_id)
-        reporter = ProgressReporter(_progress_sender(ctx.session, ctx))
+        # A call that came as a /rune line hears about its mistakes as flags, as typed.
+        door = dataclasses.replace(self.door, spelling=FLAGS) if as_flags else self.door
+        prepared = prepare(ask, door)
+        decision = await self.consent.decide(
+            ctx.session, ctx.request_id, undecided=prepared.consent_undecided
+        )
+        prepared = prepared.with_consent(decision.allow)
+        planned = prepared.runs()
+        reporter = ProgressReporter(ctx.session.report_progress, [run_id for _, run_id in planned])
 
         def on_event(result: CouncilResult, event: Any) -> None:
             _record_consent(result, decision)
             reporter.on_event(result, event)
 
         task: asyncio.Future[CouncilResult] = asyncio.ensure_future(
-            aconvene(
-                request,
-                CouncilOptions(
-                    subagent=self._subagent(),
-                    rune_dir=self.where.root,
-                    env=self.settings.env,
-                    on_event=on_event,
-                    allow_external=decision.allow,
-                    template=args.template,
-                ),
-            )
+            prepared.with_options(on_event=on_event).aconvene()
         )
         self._councils.add(task)
         task.add_done_callback(self._councils.discard)
@@ -189,65 +206,33 @@ class CouncilServer:
             raise
         _record_consent(result, decision)
         await reporter.flush()
-        text = render(result) + render_deliberation(result)
+        text = "".join(f"Note: {note}\n" for note in prepared.notes)
+        text += render(result) + render_deliberation(result)
+        if prepared.chain is not None:
+            text += f"\nChain {prepared.chain}, each run a resource:\n" + "".join(
+                f"- {run_id} ({template}): {RUN_URI}{run_id}\n" for template, run_id in planned
+            )
         if result.voices_valid == 0:
             text += (
                 "\nNo voice produced a usable answer; the Notes say why. The server operator "
                 "can add voices (rune council mcp --yes, --subagent-cmd, or endpoints).\n"
             )
-        return text, result
+        links = (
+            [
+                types.ResourceLink(
+                    name=f"run-{run_id}",
+                    title=f"Council run {run_id} ({template})",
+                    uri=RUN_URI + run_id,
+                    mime_type="application/json",
+                )
+                for template, run_id in planned
+            ]
+            if prepared.chain is not None
+            else []
+        )
+        return text, result, links
 
-    def _request(self, args: ConveneArgs, new_id: Callable[[], str]) -> dict[str, Any]:
-        request: dict[str, Any] = {
-            "id": args.id or new_id(),
-            "question": args.question,
-            "budget": {"per_voice_timeout_s": args.timeout_s, "deadline_s": args.deadline_s},
-            "diversity": {"prefer_model_families": args.prefer_families},
-        }
-        # A template fills what the call leaves out, so only arguments given are passed on.
-        for key in ("mode", "n"):
-            if args.template is None or key in args.model_fields_set:
-                request[key] = getattr(args, key)
-        if args.artifact_text is not None and args.artifact_path is not None:
-            raise RequestError("give artifact_text or artifact_path, not both")
-        if args.artifact_text is not None:
-            request["artifact"] = {
-                "name": args.artifact_name or "artifact",
-                "text": args.artifact_text,
-            }
-        elif args.artifact_path is not None:
-            path = self._inside_workdir(args.artifact_path)
-            request["artifact"] = {"name": args.artifact_name or path.name, "path": str(path)}
-        if args.deliberation is not None:
-            request["deliberation"] = args.deliberation.model_dump(mode="json")
-        return request
-
-    def _inside_workdir(self, given: str) -> Path:
-        """The artifact file, resolved (symlinks too) and checked to lie inside the workdir."""
-        if "\x00" in given:
-            raise RequestError("artifact_path contains a NUL byte")
-        root = self.settings.workdir.resolve()
-        path = (root / given).resolve()
-        if not path.is_relative_to(root):
-            raise RequestError(
-                f"artifact_path {given!r} is outside the server's working directory {root}"
-            )
-        if not path.is_file():
-            raise RequestError(f"artifact_path {given!r} is not a file inside {root}")
-        return path
-
-    def _subagent(self) -> Any:
-        from ..config import load_config
-        from ..runtimes.subagent import CommandRuntime
-
-        config = load_config(self.where, self.settings.env)
-        command = self.settings.subagent_cmd or config.subagent.command
-        if not command:
-            return None
-        family = self.settings.subagent_family or config.subagent.family or "unknown"
-        return CommandRuntime.from_command_line(command, model_family=family)
-
-    async def _detect(self, args: DetectArgs) -> ToolResult:
+    async def _detect(self, _ctx: Context, args: DetectArgs) -> ToolResult:
         from ..discovery.assembly import detect_configured
 
         report, cached = await detect_configured(
@@ -264,7 +249,7 @@ class CouncilServer:
             lines.append("No AI CLI is available: councils run on subagents only.")
         return "\n".join(lines), report
 
-    async def _list_runs(self, args: ListRunsArgs) -> ToolResult:
+    async def _list_runs(self, _ctx: Context, args: ListRunsArgs) -> ToolResult:
         from ..runs import list_runs
 
         rows = [
@@ -297,14 +282,14 @@ class CouncilServer:
 
         return load(self.where.run_file(run_id))
 
-    async def _show_run(self, args: RunArgs) -> ToolResult:
+    async def _show_run(self, _ctx: Context, args: RunArgs) -> ToolResult:
         from ..deliberation.render import render_deliberation
         from ..render import render
 
         result = self._load(args.run_id)
         return render(result) + render_deliberation(result), result
 
-    async def _verify_run(self, args: RunArgs) -> ToolResult:
+    async def _verify_run(self, _ctx: Context, args: RunArgs) -> ToolResult:
         from ..verify import verify
 
         result = self._load(args.run_id)
@@ -330,7 +315,7 @@ class CouncilServer:
             differences=differences,
         )
 
-    async def _tally(self, args: TallyArgs) -> ToolResult:
+    async def _tally(self, _ctx: Context, args: TallyArgs) -> ToolResult:
         from ..deliberation.tally import tally_text
 
         report = tally_text(args.transcript)
@@ -338,16 +323,18 @@ class CouncilServer:
 
     # ------------------------------------------------------------------ resources
 
-    async def _handle_list_resources(self, _req: Any) -> types.ServerResult:
+    async def _handle_list_resources(
+        self, _ctx: Context, _params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
         from ..runs import list_runs
 
         resources = [
             types.Resource(
-                uri=AnyUrl(CONTRACT_URI),
+                uri=CONTRACT_URI,
                 name="council-result-schema",
                 title="Voice contract: the CouncilResult JSON Schema",
                 description="The JSON Schema every run file follows (contract version in $id).",
-                mimeType="application/schema+json",
+                mime_type="application/schema+json",
             )
         ]
         for row in list_runs(self.where):
@@ -355,32 +342,36 @@ class CouncilServer:
                 continue
             resources.append(
                 types.Resource(
-                    uri=AnyUrl(RUN_URI + row.run_id),
+                    uri=RUN_URI + row.run_id,
                     name=f"run-{row.run_id}",
                     title=f"Council run {row.run_id} ({row.status})",
                     description=for_display(row.question[:300]),
-                    mimeType="application/json",
+                    mime_type="application/json",
                 )
             )
-        return types.ServerResult(types.ListResourcesResult(resources=resources))
+        return types.ListResourcesResult(resources=resources)
 
-    async def _handle_list_templates(self, _req: Any) -> types.ServerResult:
+    async def _handle_list_templates(
+        self, _ctx: Context, _params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
         template = types.ResourceTemplate(
-            uriTemplate=RUN_URI + "{id}",
+            uri_template=RUN_URI + "{id}",
             name="council-run",
             title="A council run file by id",
-            mimeType="application/json",
+            mime_type="application/json",
         )
-        return types.ServerResult(types.ListResourceTemplatesResult(resourceTemplates=[template]))
+        return types.ListResourceTemplatesResult(resource_templates=[template])
 
-    async def _handle_read_resource(self, req: types.ReadResourceRequest) -> types.ServerResult:
-        uri = str(req.params.uri)
+    async def _handle_read_resource(
+        self, _ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
         try:
             text, mime = self._read(uri)
         except CouncilError as exc:
-            raise McpError(types.ErrorData(code=types.INVALID_PARAMS, message=str(exc))) from None
-        contents = types.TextResourceContents(uri=req.params.uri, mimeType=mime, text=text)
-        return types.ServerResult(types.ReadResourceResult(contents=[contents]))
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        contents = types.TextResourceContents(uri=params.uri, mime_type=mime, text=text)
+        return types.ReadResourceResult(contents=[contents])
 
     def _read(self, uri: str) -> tuple[str, str]:
         if uri == CONTRACT_URI:
@@ -425,29 +416,14 @@ def _tool(spec: ToolSpec) -> types.Tool:
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        inputSchema=input_schema(spec),
-        outputSchema=output_schema(spec),
+        input_schema=spec.input_schema(),
+        output_schema=output_schema(spec),
         annotations=types.ToolAnnotations(
             title=spec.title,
-            readOnlyHint=spec.name != "convene",
-            openWorldHint=spec.name == "convene",
+            read_only_hint=spec.name != "convene",
+            open_world_hint=spec.name == "convene",
         ),
     )
-
-
-def _progress_sender(
-    session: ServerSession, ctx: Any
-) -> Callable[[float, float | None, str], Awaitable[None]] | None:
-    token = ctx.meta.progressToken if ctx.meta is not None else None
-    if token is None:
-        return None
-
-    async def send(progress: float, total: float | None, message: str) -> None:
-        await session.send_progress_notification(
-            token, progress, total, for_display(message), related_request_id=ctx.request_id
-        )
-
-    return send
 
 
 def _record_consent(result: CouncilResult, decision: Decision) -> None:

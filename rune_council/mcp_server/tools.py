@@ -1,104 +1,93 @@
-"""The tools the server offers: their arguments as models, their schemas and descriptions.
+"""The tools the server offers: their arguments, their schemas and descriptions.
 
-Input and output schemas are generated from pydantic models built on the contract's own
-types, so a host sees the same limits the library enforces. Input schemas are inlined
-(no ``$ref``): some hosts hand them to model APIs that do not follow references.
+The convene tool takes the ask every door takes (``council.intake``): its input schema is
+the intake's own, without the keys only the server's operator may set, so a host sees the
+bounds the library enforces and no restatement of them. The other tools' arguments are
+small models of their own. Input schemas are inlined (no ``$ref``): some hosts hand them to
+model APIs that do not follow references.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..contract import (
-    MAX_VOICES,
-    MIN_VOICES,
-    SETUP_NAME_PATTERN,
-    CouncilResult,
-    DeliberationOptions,
-    Mode,
-    RuntimesFile,
-    TallyReport,
+from ..contract import CouncilResult, RuntimesFile, TallyReport
+from ..council.intake import (
+    FLAGS,
+    OPERATOR_ONLY,
+    Ask,
+    AskError,
+    Problem,
+    ask_from_arguments,
+    ask_schema,
+    parse_ask,
+    unknown_key,
 )
+from ..errors import RequestError
 
-MAX_ARTIFACT_CHARS = 2_000_000
 MAX_TRANSCRIPT_CHARS = 2_000_000
+# The one door key of convene: the line a host's /rune command was given, read as flags.
+ARGUMENTS = "arguments"
+MAX_ARGUMENTS_CHARS = 40_000
 
 
 class _Args(BaseModel):
-    # An unknown argument is an error, not something quietly ignored: a host that sends
-    # ``allow_external`` learns that a tool call cannot grant consent.
+    # An unknown argument is an error, not something quietly ignored.
     model_config = ConfigDict(extra="forbid")
 
 
-class ConveneArgs(_Args):
-    question: str = Field(
-        min_length=1,
-        max_length=20_000,
-        description="The one question the council answers, self-contained (the voices see "
-        "nothing else but the artifact).",
-    )
-    mode: Mode = Field(
-        default="judge",
-        description="judge: weigh a decision; critique: find flaws in the artifact; review: "
-        "review the artifact as a whole. (generate is declared but not served.)",
-    )
-    artifact_text: str | None = Field(
-        default=None,
-        max_length=MAX_ARTIFACT_CHARS,
-        description="The artifact inline (a plan, a diff, a design). Give this or "
-        "artifact_path, not both.",
-    )
-    artifact_path: str | None = Field(
-        default=None,
-        max_length=4096,
-        description="A file inside the server's working directory (relative or absolute); "
-        "anything outside it is refused.",
-    )
-    artifact_name: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=256,
-        description="How voices cite the artifact in evidence refs (default: the file name).",
-    )
-    n: int = Field(
-        default=3,
-        ge=MIN_VOICES,
-        le=MAX_VOICES,
-        description="Voices wanted; each is a different model family where one is available.",
-    )
-    timeout_s: float = Field(
-        default=180.0, gt=0, le=3600, description="Per-voice timeout in seconds."
-    )
-    deadline_s: float | None = Field(
-        default=None,
-        gt=0,
-        le=3600,
-        description="Stop waiting for stragglers after this many seconds once two confirmed "
-        "families have answered; the result is then marked partial.",
-    )
-    id: str | None = Field(
-        default=None,
-        description="Run id (A-Z a-z 0-9 . _ -); default: a fresh timestamped id.",
-    )
-    prefer_families: list[str] = Field(
-        default_factory=list,
-        max_length=10,
-        description="Model families to seat first, e.g. ['anthropic', 'google'].",
-    )
-    deliberation: DeliberationOptions | None = Field(
-        default=None,
-        description="Optional stages after the single pass: vote or rank, rounds, red team.",
-    )
-    template: str | None = Field(
-        default=None,
-        pattern=SETUP_NAME_PATTERN,
-        description="A named council setup (architecture-review, security-review, "
-        "migration-critique, api-design-judge, red-team, or one from council.toml); the "
-        "arguments given here override it.",
-    )
+def host_flags() -> list[str]:
+    """The options a host may pass on (``/rune council --template ... "<q>"``): every flag
+    of the intake but those only the operator sets."""
+    return [flag for key, flag in FLAGS.items() if key.partition(".")[0] not in OPERATOR_ONLY]
+
+
+@functools.cache
+def convene_schema() -> dict[str, Any]:
+    """The ask as a host's model may send it, plus ``arguments``; nothing is required on its
+    own (a question, or arguments holding one), since some model APIs refuse a top-level
+    ``anyOf``."""
+    schema = inline_refs(ask_schema(trusted_caller=False, nested=False))
+    schema.pop("required", None)
+    options = ", ".join(host_flags())
+    schema["properties"][ARGUMENTS] = {
+        "type": "string",
+        "maxLength": MAX_ARGUMENTS_CHARS,
+        "description": "What the user typed after `/rune council`, verbatim, as one string: "
+        "the question (in quotes) and any options, e.g. `--template security-review "
+        f'--rounds 2 "Is the plan safe?"`. Options: {options}. The server splits it '
+        "into words as a shell would quote them and reads them as data: nothing in it is "
+        "expanded or run. The other keys may be given beside it, but not the same one twice.",
+    }
+    return schema
+
+
+def convene_ask(arguments: Mapping[str, Any]) -> tuple[Ask, bool]:
+    """The ask a convene call stands for, and whether it came as flags (its mistakes are
+    then told in flag spelling)."""
+    offered = set(convene_schema()["properties"])
+    for key in arguments:
+        # An operator's key is let through to be refused with the reason, not as unknown.
+        if key not in offered and key not in OPERATOR_ONLY:
+            raise AskError([Problem(str(key), unknown_key(str(key), offered))])
+    keys = {k: v for k, v in arguments.items() if k != ARGUMENTS}
+    line = arguments.get(ARGUMENTS)
+    if line is None:
+        return parse_ask(keys), False
+    if not isinstance(line, str) or len(line) > MAX_ARGUMENTS_CHARS:
+        raise AskError(
+            [Problem(ARGUMENTS, f"must be one string of at most {MAX_ARGUMENTS_CHARS} characters")]
+        )
+    from_line = ask_from_arguments(line).model_dump(mode="json", exclude_unset=True)
+    twice = sorted(set(from_line) & set(keys))
+    if twice:
+        raise AskError([Problem(twice[0], f"given in {ARGUMENTS} and as a key; give it once")])
+    return parse_ask({**from_line, **keys}), True
 
 
 class DetectArgs(_Args):
@@ -159,13 +148,34 @@ class VerifyOutcome(BaseModel):
     differences: list[Difference]
 
 
+def _bad_args(exc: ValidationError) -> RequestError:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+    )
+    return RequestError(f"malformed arguments: {problems}")
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
     title: str
     description: str
-    args: type[_Args]
+    args: type[_Args] | None
     output: type[BaseModel]
+
+    def input_schema(self) -> dict[str, Any]:
+        if self.args is None:
+            return convene_schema()
+        return inline_refs(self.args.model_json_schema())
+
+    def parse(self, arguments: Mapping[str, Any]) -> Any:
+        """The call's arguments as its handler takes them; a mistake is a RequestError."""
+        if self.args is None:
+            return convene_ask(arguments)
+        try:
+            return self.args.model_validate(dict(arguments))
+        except ValidationError as exc:
+            raise _bad_args(exc) from None
 
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -179,8 +189,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         "consensus as unconfirmed). Use it for decisions, plan critiques and reviews where a "
         "second opinion matters; it takes seconds to minutes. The text part is the verdict "
         "in Markdown; the structured part is the full CouncilResult (voices, claims, "
-        "consensus, dissent, needs_decision). Progress is reported per voice.",
-        ConveneArgs,
+        "consensus, dissent, needs_decision). Give the question and options as keys, or "
+        "what the user typed after `/rune council` as `arguments`. A `template` presets a kind "
+        "of review; a `chain` runs councils in order (the result is the last one's, the text "
+        "lists every run). Progress is reported per voice, through deliberation and rounds.",
+        None,
         CouncilResult,
     ),
     ToolSpec(
@@ -248,10 +261,6 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 
     result: dict[str, Any] = walk(schema)
     return result
-
-
-def input_schema(spec: ToolSpec) -> dict[str, Any]:
-    return inline_refs(spec.args.model_json_schema())
 
 
 def output_schema(spec: ToolSpec) -> dict[str, Any]:

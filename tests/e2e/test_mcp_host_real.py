@@ -64,7 +64,7 @@ def test_claude_calls_convene_and_the_result_reaches_its_model(tmp_path: Path) -
 
     call = ToolCall(
         TOOL,
-        {"question": QUESTION, "artifact_path": "plan.md", "mode": "critique", "id": RUN_ID},
+        {"question": QUESTION, "artifact": "plan.md", "mode": "critique", "id": RUN_ID},
     )
 
     def script(body: Any) -> ToolCall | None:
@@ -132,7 +132,9 @@ def test_claude_calls_convene_and_the_result_reaches_its_model(tmp_path: Path) -
     assert offered, "claude never offered the council's tools to its model"
     tool_defs = {t["name"]: t for t in offered[0].body["tools"]}
     assert {f"mcp__{SERVER}__{n}" for n in ("convene", "detect", "tally")} <= set(tool_defs)
-    assert tool_defs[TOOL]["input_schema"]["properties"]["mode"]["enum"][0] == "critique"
+    offered_keys = tool_defs[TOOL]["input_schema"]["properties"]
+    assert offered_keys["mode"]["anyOf"][0]["enum"][0] == "critique"
+    assert "arguments" in offered_keys and "yes" not in offered_keys
 
     answered = [r for r in requests if _tool_results(r.body)]
     assert answered, "no request after the tool call carried its result"
