@@ -115,6 +115,10 @@ def run_command(
         float | None,
         typer.Option(help="Agreement (0-1) at which rounds stop early (default 0.85)."),
     ] = None,
+    round_prompt_prefix: Annotated[
+        str | None,
+        typer.Option(help="Text put before the draft verdict in every later round's prompt."),
+    ] = None,
     summon: Annotated[
         list[str] | None,
         typer.Option(
@@ -184,6 +188,7 @@ def run_command(
         "max_rounds": rounds,
         "convergence_threshold": convergence_threshold,
         "on_divergence": on_divergence,
+        "round_prompt_prefix": round_prompt_prefix,
     }
     # ``is``, not ``in``: 0 equals False, and --n 0 must reach the intake to be refused.
     given = {k: v for k, v in flags.items() if v is not None and v is not False and v != []}

@@ -33,7 +33,8 @@ def command_text() -> str:
     front = (
         "---\n"
         'description: Convene a rune-council on one question: /rune council "<question>"\n'
-        'argument-hint: council "<question>" [--mode critique|review|judge] [--artifact PATH]\n'
+        "argument-hint: council [--template NAME] [--rounds N] [--mode critique|review|judge] "
+        '[--artifact PATH] "<question>"\n'
         f"allowed-tools: {TOOL}\n"
         "---\n"
     )

@@ -6,14 +6,14 @@ arguments out of the expanded command the host sent and calls the council's MCP 
 the command tells it to. The host starts the installed MCP server, the council runs (its
 voices are fake CLIs run as real processes), and the host hands the result back to the model
 in its next request, where the test reads it. The question carries quotes, `$(...)` and
-backticks; it must reach the run file as text, and nothing in it may run. Codex gets a
-narrower test (see its docstring).
+backticks, and the options a template and rounds; all of it must reach the run file as
+text, and nothing in it may run. Codex gets a narrower test (see its docstring).
 """
 
 from __future__ import annotations
 
 import json
-import shlex
+import re
 import shutil
 import subprocess
 import sys
@@ -38,7 +38,10 @@ QUESTION = (
     "Is the sharding plan in plan.md safe to run 'as written' with $(touch PWNED) "
     "and `touch PWNED2` in it? It's meant for one weekend."
 )
-TYPED = f'/rune council "{QUESTION}" --mode critique --artifact plan.md --id {RUN_ID}'
+TYPED = (
+    f'/rune council --template security-review --rounds 2 "{QUESTION}" --mode critique '
+    f"--artifact plan.md --id {RUN_ID}"
+)
 FINAL = "Stamp: MULTI_FAMILY. The council found no rollback step; I would not run it yet."
 BEGIN, END = "----- rune arguments -----\n", "\n----- end of rune arguments -----"
 
@@ -51,16 +54,11 @@ def _arguments(prompt_text: str) -> str | None:
 
 
 def _tool_arguments(arguments: str) -> dict[str, Any]:
-    """What a model following the command makes of `council "<question>" [options]`."""
-    words = shlex.split(arguments)
-    assert words[0] == "council", words
-    options = dict(zip(words[2::2], words[3::2], strict=True))
-    return {
-        "question": words[1],
-        "mode": options["--mode"],
-        "artifact_path": options["--artifact"],
-        "id": options["--id"],
-    }
+    """What a model following the command makes of `council [options] "<question>"`:
+    everything after `council`, as typed, in the tool's one `arguments` string."""
+    head, sep, rest = arguments.partition(" ")
+    assert head == "council" and sep, arguments
+    return {"arguments": rest}
 
 
 def _voices(tmp_path: Path) -> Path:
@@ -106,7 +104,9 @@ def _check_the_run(project: Path, tmp_path: Path) -> dict[str, Any]:
     jsonschema.validate(doc, SCHEMA)
     assert doc["status"] == "complete" and doc["decorrelation"] == "MULTI_FAMILY"
     assert doc["request"]["question"] == QUESTION  # every quote, `$(`, backtick as typed
-    assert doc["request"]["mode"] == "critique"
+    assert doc["request"]["mode"] == "critique"  # the user's own option over the template's
+    assert doc["request"]["template"]["name"] == "security-review"
+    assert doc["request"]["deliberation"]["rounds"]["max_rounds"] == 2
     assert doc["request"]["artifact"]["path"] == str((project / "plan.md").resolve())
     assert any(c["claim"] == ROLLBACK["text"] for c in doc["agreement"]["consensus_claims"])
     assert not list(tmp_path.rglob("PWNED*")), "a part of the question was run as a command"
@@ -143,6 +143,13 @@ def _claude_results(body: dict[str, Any]) -> list[dict[str, Any]]:
         for part in message["content"]
         if part.get("type") == "tool_result"
     ]
+
+
+def _claude_result_text(shown: str) -> str:
+    """The tool result as Claude Code hands it on: inline, or (a two-round council is large)
+    saved to a file its model may read, with a preview inline."""
+    saved = re.search(r"<persisted-output>\nOutput too large .*?saved to: (\S+)", shown)
+    return Path(saved.group(1)).read_text(encoding="utf-8") if saved else shown
 
 
 def _claude_tools(body: dict[str, Any]) -> set[str]:
@@ -205,7 +212,9 @@ def test_claude_slash_command_convenes_the_council_through_the_installed_server(
     (result,) = [t for t in _claude_results(answered[0]) if t["tool_use_id"] == calls[0].id]
     assert not result.get("is_error"), result
     content = result["content"]
-    seen = json.loads(content if isinstance(content, str) else content[0]["text"])
+    seen = json.loads(
+        _claude_result_text(content if isinstance(content, str) else content[0]["text"])
+    )
     doc = _check_the_run(project, tmp_path)
     assert seen["id"] == RUN_ID and seen["agreement"] == doc["agreement"]
 
