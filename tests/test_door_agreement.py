@@ -3,9 +3,10 @@
 One ask (a question, a template, mode, n, an artifact, rounds and their policy, preferred
 families, a timeout and a deadline) goes in through each door as its user sends it: the CLI
 as flags (`rune council ...`, a real process), HTTP as a JSON body (a real `rune council
-serve` on loopback) and a batch as a JSONL line (`rune council batch`, a real process), with
-fake AI CLIs answering. Each run file must record the same request and seat the same
-voices, the run id and the times aside.
+serve` on loopback), a batch as a JSONL line (`rune council batch`, a real process), and MCP
+as the convene tool's keys or as a host's `/rune council` line (a real `rune council mcp`,
+called by the SDK's client), with fake AI CLIs answering. Each run file must record the
+same request and seat the same voices, the run id and the times aside.
 
 A door joins by adding an entry to ``DOORS``: a function that runs the ask through it and
 returns the id of the run file it wrote.
@@ -13,7 +14,9 @@ returns the id of the run file it wrote.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -92,9 +95,37 @@ def by_batch(work: Path) -> str:
     return "by-batch"
 
 
-# The MCP door (the convene tool, called by the official client over stdio) goes here, as
-# ("mcp", by_mcp), once it reads the same intake.
-DOORS: list[tuple[str, Door]] = [("http", by_http), ("batch", by_batch)]
+def _convene(work: Path, arguments: dict[str, Any]) -> None:
+    """The convene tool of a real `rune council mcp`, called by the official client."""
+    from tests.mcp_client import connect, text_of
+
+    async def call() -> None:
+        async with connect(work, "--yes", env=env_for(work)) as session:
+            result = await session.call_tool("convene", arguments)
+            assert not result.is_error, text_of(result)
+
+    asyncio.run(call())
+
+
+def by_mcp(work: Path) -> str:
+    _convene(work, {**ASK, "id": "by-mcp"})
+    return "by-mcp"
+
+
+def by_host(work: Path) -> str:
+    # `/rune council <the same flags>` in a host: the line after `council`, as typed.
+    _convene(work, {"arguments": shlex.join([*FLAGS, "--id", "by-host"])})
+    return "by-host"
+
+
+DOORS: list[tuple[str, Door]] = [
+    ("http", by_http),
+    ("batch", by_batch),
+    ("mcp", by_mcp),
+    ("host", by_host),
+]
+# A door that knows who granted consent says so in its own words.
+CONSENT = {door: "granted (rune council mcp --yes)" for door in ("mcp", "host")}
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +166,10 @@ def test_a_door_convenes_the_council_the_cli_convenes(
     councils: dict[str, dict[str, Any]], door: str
 ) -> None:
     cli, other = councils["cli"], councils[door]
+    seen, expected = council_as_seen(other), council_as_seen(cli)
+    if door in CONSENT:
+        assert seen.pop("consent") == CONSENT[door]
+        expected.pop("consent")
     # Voices (who, which family, which role, how it ended), consent, notes, verdict.
-    assert council_as_seen(other) == council_as_seen(cli)
+    assert seen == expected
     assert len(cli["voices"]) == 4 and cli["runtime_report"]["consent"]
