@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..safetext import markup, one_line, plain
+from ..safetext import one_line, plain
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -120,51 +120,143 @@ class Board:
                 return _Row(**vars(changed))
         return None
 
-    def table(self) -> Any:
+    def table(self, width: int | None = None) -> Any:
+        """The table as it fits ``width`` columns (None: as wide as its cells need)."""
+        from rich import box
         from rich.table import Table
         from rich.text import Text
 
         now = self._clock()
         with self._lock:
             rows = [_Row(**vars(r)) for r in self.rows.values()]
-            title = f"council {self.run_id}: {self.question}"
+            title = f"council {self.run_id}: {one_line(self.question, 300)}"
             caption = self.outcome or " · ".join(
                 part for part in (f"{seconds(now - self.began)} elapsed", self.stage) if part
             )
+        cells = [_cells(row, now) for row in rows]
         # Everything but the status column comes from voices, endpoints or the question:
-        # shown as text, never read as markup or passed through as escape sequences.
+        # put in as Text, which rich never reads as markup, after escape sequences are gone.
         table = Table(
-            title=markup(title),
+            title=Text(plain(title)),
             title_justify="left",
-            caption=markup(caption),
+            caption=Text(plain(caption)),
             caption_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 1, 0, 0),
             expand=False,
         )
-        for name in ("voice", "runtime", "family", "role", "status", "elapsed", "detail"):
+        chosen = fit(width, cells)
+        for column, column_width in chosen:
             table.add_column(
-                name,
-                justify="right" if name == "elapsed" else "left",
+                column.key,
+                justify="right" if column.key == "time" else "left",
                 no_wrap=True,
                 overflow="ellipsis",
-                max_width=60 if name == "detail" else None,
+                width=column_width,
             )
-        for row in rows:
-            status = row.status
-            if status == "running":
-                status = f"{_SPINNER[int(now * 10) % len(_SPINNER)]} running"
+        for row, values in zip(rows, cells, strict=True):
             table.add_row(
-                markup(row.voice_id),
-                markup(row.runtime),
-                markup(row.family),
-                markup(row.role),
-                Text(status, style=_STYLE.get(row.status, "")),
-                seconds(row.elapsed(now)),
-                markup(row.detail),
+                *(
+                    Text(
+                        values[c.key], style=_STYLE.get(row.status, "") if c.key == "status" else ""
+                    )
+                    for c, _ in chosen
+                )
             )
         return table
 
-    def __rich__(self) -> Any:
-        return self.table()
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield self.table(options.max_width)
+
+
+@dataclass(frozen=True)
+class _Column:
+    key: str
+    cap: int  # never wider than this, however long a cell
+
+
+# The table's columns, left to right. A voice's id, family, status and time are what a
+# person watching needs at any width; the others give way (see _GIVE_WAY).
+_COLUMNS = (
+    _Column("voice", 12),
+    _Column("family", 16),
+    _Column("status", 10),
+    _Column("time", 8),
+    _Column("runtime", 24),
+    _Column("role", 16),
+    _Column("detail", 60),
+)
+# Applied in order while the table is too wide: (column, squeeze it to this, or None: drop).
+# The reason shrinks first, then the role goes, then the runtime and the reason give way;
+# only at the end do the essential columns themselves shrink.
+_GIVE_WAY: tuple[tuple[str, int | None], ...] = (
+    ("detail", 24),
+    ("role", None),
+    ("runtime", 10),
+    ("detail", 12),
+    ("detail", None),
+    ("runtime", None),
+    ("family", 6),
+    ("voice", 2),
+)
+_GAP = 2  # one cell of right padding and one of the separator between two columns
+
+
+def _cells(row: _Row, now: float) -> dict[str, str]:
+    status = row.status
+    if status == "running":
+        status = f"{_SPINNER[int(now * 10) % len(_SPINNER)]} running"
+    return {
+        "voice": one_line(plain(row.voice_id), 40),
+        "family": one_line(plain(row.family), 40),
+        "status": status,
+        "time": seconds(row.elapsed(now)),
+        "runtime": one_line(plain(row.runtime), 80),
+        "role": one_line(plain(row.role), 40),
+        "detail": plain(row.detail),
+    }
+
+
+def fit(width: int | None, cells: list[dict[str, str]]) -> list[tuple[_Column, int]]:
+    """The columns shown and their widths, so the table fits ``width`` terminal cells.
+
+    Each column is as wide as its widest cell (and its header), within its cap; while the
+    sum is too wide, the less important columns shrink or go, in ``_GIVE_WAY``'s order.
+    """
+    from rich.cells import cell_len
+
+    natural: dict[str, int] = {}
+    for column in _COLUMNS:
+        widest = max([cell_len(column.key)] + [cell_len(c[column.key]) for c in cells])
+        natural[column.key] = min(widest, column.cap)
+    # The status column holds its longest word whatever the rows say now, so it does not
+    # jump when a voice starts running.
+    natural["status"] = max(natural["status"], len("⠋ running"))
+    natural["time"] = max(natural["time"], len("99.9s"))
+    widths = dict(natural)
+
+    def total() -> int:
+        return sum(widths.values()) + _GAP * (len(widths) - 1)
+
+    if width is not None:
+        for key, target in _GIVE_WAY:
+            excess = total() - width
+            if excess <= 0:
+                break
+            if key not in widths:
+                continue
+            if target is None:
+                del widths[key]
+            else:
+                widths[key] = max(min(target, widths[key]), widths[key] - excess)
+        # A column dropped later may have freed more than an earlier squeeze needed: give
+        # the room back to the squeezed columns still shown, the most important first.
+        for key in ("voice", "family", "runtime", "detail"):
+            if key in widths:
+                widths[key] += max(0, min(width - total(), natural[key] - widths[key]))
+    return [(column, widths[column.key]) for column in _COLUMNS if column.key in widths]
 
 
 def _outcome(result: CouncilResult) -> str:
@@ -251,7 +343,7 @@ def progress(enabled: bool = True, stream: TextIO | None = None) -> Iterator[OnE
 
     console = view_console(out)
     with Live(
-        get_renderable=board.table,
+        board,
         console=console,
         refresh_per_second=8,
         transient=False,
