@@ -1,0 +1,366 @@
+"""The first catalogue: floods, deep nesting, escape sequences, echoed secrets, odd files,
+daemons, SIGTERM/SIGKILL, a reused run id and a hostile endpoint, each against ``rune council``
+in a private temp dir whose PATH holds only the test suite's fake CLIs.
+
+Held: the exit is one the attack may end with (never 70, never a signal), no orphan, no leak.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.helpers import answer, claim
+
+from .kit import PROXY_PASSWORD, SECRET, Q, Row, World, attack
+
+SECTION = "voices and files"
+
+
+def _row(
+    name: str,
+    code: int | None,
+    allowed: list[int],
+    peak: float,
+    seconds: float,
+    orphans: int,
+    leaks: list[str],
+    note: str = "",
+) -> Row:
+    problems = []
+    if code not in allowed:
+        problems.append(f"exited {code}, expected {allowed}")
+    if orphans:
+        problems.append(f"{orphans} process(es) left running")
+    problems += [f"leaked {x}" for x in leaks]
+    held = not problems
+    why = f"exit {code} as allowed, no orphan, nothing leaked"
+    reason = why if held else "; ".join(problems)
+    return Row(name, SECTION, code, allowed, peak, seconds, orphans, leaks, note, held, reason)
+
+
+def _council(
+    w: World,
+    name: str,
+    *args: str,
+    allowed: tuple[int, ...] = (0, 1),
+    note: str = "",
+    timeout: float = 120,
+) -> Row:
+    started = time.monotonic()
+    code, peak, out, err = w.finish(w.start(Q, "--artifact", "plan.md", *args), timeout)
+    time.sleep(0.3)
+    return _row(
+        name,
+        code,
+        list(allowed),
+        round(peak, 1),
+        round(time.monotonic() - started, 1),
+        w.orphans(),
+        w.leaks(out, err),
+        note,
+    )
+
+
+@attack("stdout flood 100 MB")
+def _(w: World) -> Row:
+    w.fakes(claude={"mode": "flood", "flood_bytes": 100 * 1000 * 1000})
+    return _council(w, "stdout flood 100 MB")
+
+
+@attack("stderr flood 100 MB")
+def _(w: World) -> Row:
+    w.fakes(codex={"mode": "flood", "flood_bytes": 100 * 1000 * 1000, "flood_stream": "stderr"})
+    return _council(w, "stderr flood 100 MB")
+
+
+@attack("nested JSON on stdout ([ x 1,000,000)")
+def _(w: World) -> Row:
+    w.fakes(
+        claude={"answer": "[" * 1_000_000, "format": "text"}, codex={"answer": '{"a":' * 200_000}
+    )
+    return _council(w, "nested JSON on stdout ([ x 1,000,000)")
+
+
+@attack("nested JSON inside an answer")
+def _(w: World) -> Row:
+    bomb = '{"question_echo": "' + Q + '", "stance": "NO", "claims": ' + "[" * 150_000 + "}"
+    w.fakes(gemini={"answer": bomb})
+    return _council(w, "nested JSON inside an answer")
+
+
+@attack("binary garbage")
+def _(w: World) -> Row:
+    w.fakes(claude={"mode": "garbage"})
+    return _council(w, "binary garbage")
+
+
+@attack("escape sequences and rich markup in answers and errors")
+def _(w: World) -> Row:
+    hostile = "\x1b]0;pwned\x07\x1b]52;c;aGk=\x07\x1b[2J[/bold][/usr/bin/x]"
+    w.fakes(
+        claude={"answer": answer(Q, f"NO {hostile}", [claim(f"bad {hostile}")])},
+        codex={"answer": f"error {hostile}", "format": "text", "exit_code": 1},
+    )
+    return _council(w, "escape sequences and rich markup in answers and errors")
+
+
+@attack("secret and proxy password echoed back")
+def _(w: World) -> Row:
+    leaky = answer(Q, "NO", [claim(f"key {SECRET} via http://bench:{PROXY_PASSWORD}@127.0.0.1:9")])
+    w.fakes(
+        claude={"answer": leaky},
+        codex={"answer": f"proxy pw {PROXY_PASSWORD}", "format": "text", "exit_code": 1},
+    )
+    return _council(w, "secret and proxy password echoed back")
+
+
+@attack("voice hangs, ignores SIGTERM, forks a daemon")
+def _(w: World) -> Row:
+    w.fakes(
+        claude={"mode": "ignore_sigterm"},
+        codex={
+            "mode": "fork_grandchild",
+            "grandchild_double_fork": 1,
+            "grandchild_setsid": 1,
+            "grandchild_close_stdio": 1,
+            "sleep_s": 60,
+        },
+    )
+    return _council(w, "voice hangs, ignores SIGTERM, forks a daemon", "--timeout", "3")
+
+
+@attack("answer over 200,000 characters")
+def _(w: World) -> Row:
+    w.fakes(claude={"answer": answer(Q, "NO " + "x" * 260_000, [])})
+    return _council(w, "answer over 200,000 characters")
+
+
+@attack("run file nested 100,000 deep, then list/show")
+def _(w: World) -> Row:
+    council = w.tmp / ".rune" / "council"
+    council.mkdir(parents=True, exist_ok=True)
+    (council / "run-bomb.json").write_text('{"id": ' + "[" * 100_000)
+    started = time.monotonic()
+    codes, peak, leaks = [], 0.0, []
+    for args, ok in ((("list",), (0,)), (("show", "bomb"), (2,))):
+        code, p, out, err = w.finish(w.start(*args))
+        codes.append(code)
+        peak = max(peak, p)
+        leaks += w.leaks(out, err)
+        if code not in ok:
+            return _row(
+                "run file nested 100,000 deep, then list/show",
+                code,
+                list(ok),
+                round(peak, 1),
+                0,
+                0,
+                leaks,
+            )
+    return _row(
+        "run file nested 100,000 deep, then list/show",
+        0,
+        [0],
+        round(peak, 1),
+        round(time.monotonic() - started, 1),
+        w.orphans(),
+        leaks,
+        f"exits {codes}",
+    )
+
+
+@attack("config TOML nested 100,000 deep")
+def _(w: World) -> Row:
+    w.fakes()
+    (w.tmp / ".rune").mkdir(exist_ok=True)
+    (w.tmp / ".rune" / "council.toml").write_text("a = " + "[" * 100_000)
+    return _council(w, "config TOML nested 100,000 deep", allowed=(2,))
+
+
+@attack("artifact is a FIFO")
+def _(w: World) -> Row:
+    w.fakes()
+    os.mkfifo(w.tmp / "fifo")
+    started = time.monotonic()
+    code, peak, out, err = w.finish(w.start(Q, "--artifact", "fifo"), timeout=30)
+    return _row(
+        "artifact is a FIFO",
+        code,
+        [2],
+        round(peak, 1),
+        round(time.monotonic() - started, 1),
+        w.orphans(),
+        w.leaks(out, err),
+    )
+
+
+@attack("artifact is /dev/zero")
+def _(w: World) -> Row:
+    w.fakes()
+    started = time.monotonic()
+    code, peak, out, err = w.finish(w.start(Q, "--artifact", "/dev/zero"), timeout=60)
+    return _row(
+        "artifact is /dev/zero",
+        code,
+        [2],
+        round(peak, 1),
+        round(time.monotonic() - started, 1),
+        w.orphans(),
+        w.leaks(out, err),
+    )
+
+
+@attack("artifact is a 3 GB sparse file")
+def _(w: World) -> Row:
+    w.fakes()
+    with open(w.tmp / "sparse.md", "wb") as fh:
+        fh.truncate(3 * 1024**3)
+    started = time.monotonic()
+    code, peak, out, err = w.finish(w.start(Q, "--artifact", "sparse.md"), timeout=120)
+    return _row(
+        "artifact is a 3 GB sparse file",
+        code,
+        [0, 1],
+        round(peak, 1),
+        round(time.monotonic() - started, 1),
+        w.orphans(),
+        w.leaks(out, err),
+    )
+
+
+@attack("SIGTERM mid-run")
+def _(w: World) -> Row:
+    w.fakes(claude={"mode": "sleep"}, codex={"mode": "ignore_sigterm"})
+    started = time.monotonic()
+    proc = w.start(Q, "--artifact", "plan.md", "--id", "term")
+    _wait_running(w, 2)
+    proc.send_signal(signal.SIGTERM)
+    code, peak, out, err = w.finish(proc, timeout=30)
+    time.sleep(0.3)
+    status = _status(w, "term")
+    return _row(
+        "SIGTERM mid-run",
+        code,
+        [143],
+        round(peak, 1),
+        round(time.monotonic() - started, 1),
+        w.orphans(),
+        w.leaks(out, err),
+        f"run file: {status}",
+    )
+
+
+@attack("SIGKILL mid-run, then list")
+def _(w: World) -> Row:
+    w.fakes(
+        claude={"mode": "sleep"},
+        codex={
+            "mode": "fork_grandchild",
+            "grandchild_double_fork": 1,
+            "grandchild_setsid": 1,
+            "grandchild_close_stdio": 1,
+            "sleep_s": 600,
+        },
+    )
+    started = time.monotonic()
+    proc = w.start(Q, "--artifact", "plan.md", "--id", "killed")
+    _wait_running(w, 3)
+    council = w.council_pid(proc)
+    if council is not None:
+        os.kill(council, signal.SIGKILL)
+    w.finish(proc, timeout=30)
+    code, peak, out, err = w.finish(w.start("list"))
+    time.sleep(0.5)
+    return _row(
+        "SIGKILL mid-run, then list",
+        code,
+        [0],
+        round(peak, 1),
+        round(time.monotonic() - started, 1),
+        w.orphans(),
+        w.leaks(out, err),
+        f"run file: {_status(w, 'killed')}",
+    )
+
+
+@attack("same --id twice at once")
+def _(w: World) -> Row:
+    w.fakes(claude={"sleep_s": 3}, codex={"sleep_s": 3}, gemini={"sleep_s": 3})
+    started = time.monotonic()
+    both = [w.start(Q, "--artifact", "plan.md", "--id", "twice") for _ in range(2)]
+    ended = [w.finish(p, timeout=60) for p in both]
+    codes = sorted(code if code is not None else -1 for code, *_ in ended)
+    peak = max(p for _, p, _, _ in ended)
+    leaks = [leak for _, _, out, err in ended for leak in w.leaks(out, err)]
+    # Whichever started second: it must be refused (2) while the other completes (0).
+    loser = 2 if codes == [0, 2] else codes[-1]
+    return _row(
+        "same --id twice at once",
+        loser,
+        [2],
+        round(peak, 1),
+        round(time.monotonic() - started, 1),
+        w.orphans(),
+        leaks,
+        f"exits {codes}",
+    )
+
+
+def _wait_running(w: World, voices: int, timeout: float = 30) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if w.pids.exists() and len(w.pids.read_text().splitlines()) >= voices:
+            time.sleep(0.5)
+            return
+        time.sleep(0.05)
+
+
+def _status(w: World, run_id: str) -> str:
+    path = w.tmp / ".rune" / "council" / f"run-{run_id}.json"
+    try:
+        return str(json.loads(path.read_text())["status"])
+    except (OSError, ValueError, KeyError):
+        return "missing"
+
+
+class _Flood(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def do_GET(self) -> None:
+        body = b'{"data": [{"id": "lab/m"}]}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        block = b"[" * 65536
+        try:
+            for _ in range(2000):  # 128 MB of nesting, never closed
+                self.wfile.write(block)
+        except OSError:
+            pass
+
+
+@attack("HTTP endpoint answers 128 MB of [")
+def _(w: World) -> Row:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flood)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        w.fakes()
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        return _council(w, "HTTP endpoint answers 128 MB of [", "--endpoint", url, "--n", "2")
+    finally:
+        server.shutdown()
+        server.server_close()
