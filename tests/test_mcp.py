@@ -177,6 +177,43 @@ def test_progress_keeps_moving_through_deliberation_and_rounds(tmp_path: Path) -
     assert values[-2] < 100.0
 
 
+def test_a_chain_runs_every_step_and_links_each_run(tmp_path: Path) -> None:
+    fakes(tmp_path)
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async def scenario() -> tuple[types.CallToolResult, str]:
+        async with connect(tmp_path, "--yes") as session:
+            result = await session.call_tool(
+                "convene",
+                {"question": QUESTION, "chain": "red-team-first", "n": 2, "id": "ch1"},
+                progress_callback=on_progress,
+            )
+            first = await session.read_resource("rune://runs/ch1.red-team")
+            (content,) = first.contents
+            assert isinstance(content, types.TextResourceContents)
+            return result, content.text
+
+    result, first_run = run(scenario())
+    assert not result.is_error, text_of(result)
+    links = [c for c in result.content if isinstance(c, types.ResourceLink)]
+    assert [str(link.uri) for link in links] == ["rune://runs/ch1.red-team", "rune://runs/ch1"]
+    assert "- ch1.red-team (red-team): rune://runs/ch1.red-team" in text_of(result)
+    # The result is the chain's last council, told what the red team found.
+    assert result.structured_content is not None
+    assert result.structured_content["id"] == "ch1"
+    assert result.structured_content["request"]["chain"]["step"] == 2
+    assert json.loads(first_run)["request"]["deliberation"]["council_type"] == "red_team"
+    # Two councils, one total from the start: the first ends halfway.
+    assert {t for _, t, _ in progress} == {200.0}
+    ends = [v for v, _, m in progress if (m or "").startswith("ch1.red-team: verdict: ")]
+    assert ends == [100.0]
+    value, _, message = progress[-1]
+    assert value == 200.0 and (message or "").startswith("ch1: verdict: ")
+
+
 def test_every_other_tool_and_the_resources(tmp_path: Path) -> None:
     fakes(tmp_path)
 
