@@ -177,6 +177,20 @@ def test_progress_keeps_moving_through_deliberation_and_rounds(tmp_path: Path) -
     assert values[-2] < 100.0
 
 
+def test_n_above_the_cap_is_capped_with_the_note_every_door_gives(tmp_path: Path) -> None:
+    fakes(tmp_path)
+
+    async def scenario() -> types.CallToolResult:
+        async with connect(tmp_path, "--yes") as session:
+            return await session.call_tool("convene", {"question": QUESTION, "n": 9, "id": "n9"})
+
+    result = run(scenario())
+    assert not result.is_error, text_of(result)
+    note = "n=9 requested; capped at 5 voices"
+    assert note in run_file(tmp_path, "n9")["notes"]
+    assert text_of(result).count(note) == 1
+
+
 def test_a_chain_runs_every_step_and_links_each_run(tmp_path: Path) -> None:
     fakes(tmp_path)
     progress: list[tuple[float, float | None, str | None]] = []

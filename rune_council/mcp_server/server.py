@@ -206,8 +206,8 @@ class CouncilServer:
             raise
         _record_consent(result, decision)
         await reporter.flush()
-        text = "".join(f"Note: {note}\n" for note in prepared.notes)
-        text += render(result) + render_deliberation(result)
+        # What the intake noted (a capped n) is in the result's own notes, rendered here.
+        text = render(result) + render_deliberation(result)
         if prepared.chain is not None:
             text += f"\nChain {prepared.chain}, each run a resource:\n" + "".join(
                 f"- {run_id} ({template}): {RUN_URI}{run_id}\n" for template, run_id in planned
