@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import tempfile
 import threading
 import time
@@ -26,6 +25,7 @@ import pytest
 
 from rune_council import CouncilOptions, RequestError, RunFileError, convene
 from rune_council.contract import CouncilResult, RunEvent
+from tests import voice_dirs
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, answer, claim
 
@@ -89,7 +89,7 @@ class Rig:
         assert pids, "no fake recorded its pid"
         alive = [p for p in pids if _running(p)]
         assert not alive, f"still running after the council returned: {alive}"
-        assert sorted(os.listdir(self.scratch)) == [], "a voice's temporary directory survived"
+        assert voice_dirs.leftovers(self.scratch) == [], "a voice's directory survived"
 
     def run_file(self, run_id: str) -> dict[str, Any]:
         doc: dict[str, Any] = json.loads(
@@ -102,8 +102,10 @@ class Rig:
 @pytest.fixture
 def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
     rig = Rig(tmp_path)
-    # Voices' temporary directories go here, so the test can see that none is left behind.
+    # Voices' directories go here, so the test can see that none is left behind.
     monkeypatch.setattr(tempfile, "tempdir", str(rig.scratch))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", voice_dirs.pinned_env(rig.scratch)["XDG_CACHE_HOME"])
     yield rig
     for pid in rig.pids():  # never leak into the rest of the session, even on failure
         with contextlib.suppress(psutil.Error):

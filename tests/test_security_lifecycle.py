@@ -2,7 +2,7 @@
 
 Each test runs the real command with fake CLIs as real processes, then counts what is left
 with psutil: processes the fakes recorded, processes carrying a voice marker, and the
-voices' temporary directories (TMPDIR is private to the test).
+voices' directories (every root they may be made in is pinned inside the test's TMPDIR).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from rune_council.runtimes import lineage
+from tests import voice_dirs
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, answer, claim
 
@@ -45,7 +46,7 @@ class Rig:
             "PATH": path_with(self.bin),
             "HOME": str(tmp),
             "LANG": "C.UTF-8",
-            "TMPDIR": str(self.scratch),
+            **voice_dirs.pinned_env(self.scratch),
             "RUNE_COUNCIL_LOGIN_SHELL": "0",
             "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
         }
@@ -111,7 +112,8 @@ class Rig:
         while (self.alive() or self.marked()) and time.monotonic() < end:
             time.sleep(0.1)
         assert self.alive() == [] and self.marked() == []
-        assert list(self.scratch.iterdir()) == []  # every voice's working directory removed
+        # Every directory a voice was given (working, prompt files, status probe) removed.
+        assert voice_dirs.leftovers(self.scratch) == []
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ import psutil
 import pytest
 
 from rune_council.runtimes import lineage
+from rune_council.runtimes.scratch import FALLBACK_PREFIX
 
 pytestmark = [
     pytest.mark.timeout(300),
@@ -489,14 +490,18 @@ def test_a_real_leftover_of_ours_is_still_killed_and_its_directory_removed(
     project.doomed += [project.sleepers.pop("voice"), project.sleepers.pop("helper")]
     voice_proc = psutil.Process(voice)
     helper_proc = psutil.Process(helper)
-    work = project.scratch / f"rune-council-{marker}.1-k3_9zq0a"
+    # Where a council with the readers' environment puts its voices' directories: HOME is
+    # below the shared temp root, so no private root qualifies and the last resort is used.
+    root = project.scratch / f"{FALLBACK_PREFIX}{os.getuid()}"
+    root.mkdir(mode=0o700)
+    work = root / f"rune-council-{marker}.1-k3_9zq0a"
     (work / "locked" / "inner").mkdir(parents=True)
     (work / "locked" / "inner" / "file").write_text("x")
     (work / "to-sentinel").symlink_to(project.outside / ".sentinel")
     (work / "locked" / "inner").chmod(0o000)
     (work / "locked").chmod(0o500)
     # Same run, wrong shape: not a working directory of ours, so it stays.
-    odd = project.scratch / f"rune-council-{marker}.1-toolongtail"
+    odd = root / f"rune-council-{marker}.1-toolongtail"
     odd.mkdir()
     project.before["scratch"] = _tree(project.scratch)
     project.plant("ours", marker=marker, processes=[voice])
@@ -507,7 +512,8 @@ def test_a_real_leftover_of_ours_is_still_killed_and_its_directory_removed(
         proc.wait(5)
     assert not work.exists()
     assert odd.is_dir()
-    expected = {k: v for k, v in project.before["scratch"].items() if not k.startswith(work.name)}
+    gone = str(work.relative_to(project.scratch))
+    expected = {k: v for k, v in project.before["scratch"].items() if not k.startswith(gone)}
     project.before["scratch"] = expected
     project.assert_intact("list")
 

@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from ..errors import CouncilError, RequestError
 from ..paths import RuneDir
 from ..recorder import RunRecorder
 from ..runtimes.limits import Limits, limit_key
+from ..runtimes.scratch import scratch_root
 from .items import Item
 from .scheduler import BatchOptions, CouncilFailed
 
@@ -49,8 +49,10 @@ RUN_FILE_CAP = safejson.DEFAULT_MAX_BYTES
 
 
 def _node_rune_dir() -> Path:
-    # One directory per node user, so detection is cached across the tasks a node runs.
-    return Path(tempfile.gettempdir()) / f"rune-council-ray-{os.getuid()}" / ".rune"
+    # One directory per node user, so detection is cached across the tasks a node runs; in
+    # the user's private scratch root, since it holds the questions, artifacts and answers
+    # (a name of this shape in the shared temporary root could be another user's first).
+    return Path(scratch_root().path) / f"rune-council-ray-{os.getuid()}" / ".rune"
 
 
 def council_task(

@@ -19,6 +19,7 @@ from ..runtimes.base import Runtime
 from ..runtimes.bridge import RUNTIME_PREFIX, BridgeRuntime
 from ..runtimes.cli import CliRuntime
 from ..runtimes.plugins import plugin_adapters, plugins_digest
+from ..runtimes.scratch import scratch_note
 from ..runtimes.user_defined import load_user_runtimes, specs_digest
 from .detect import detect
 
@@ -145,6 +146,8 @@ async def assemble_clis(
             f"dispatch {consent.describe()}; to allow it, {HOW_TO_GRANT}"
         )
         runtimes = []
+    if runtimes and (exposed := scratch_note()) is not None:
+        notes.append(exposed)
     return CliAssembly(
         detected=list(report.detected),
         checked_at=report.checked_at,

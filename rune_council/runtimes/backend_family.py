@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from .. import safejson
 from ..families import classify_model
 from ..safefile import read_capped
 from .auth import Looked
+from .scratch import scratch_root
 
 _READ_CAP = 1_000_000
 
@@ -44,10 +44,10 @@ def home(env: Mapping[str, str]) -> Path:
 def run_dir_ancestors() -> list[Path]:
     """The directories a CLI finds above the one it runs in, nearest first, up to the git
     work tree holding them (else the root): each voice runs in a fresh, empty private
-    directory under the temporary root, so these are its "project" for every CLI that
+    directory under the scratch root, so these are its "project" for every CLI that
     looks for a project-local config by walking up from where it runs."""
     found: list[Path] = []
-    here = Path(os.path.realpath(tempfile.gettempdir()))
+    here = Path(os.path.realpath(scratch_root().path))
     for directory in (here, *here.parents):
         found.append(directory)
         if (directory / ".git").exists():

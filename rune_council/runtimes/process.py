@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from .. import shapes
 from . import lineage
+from .scratch import scratch_root, sweep_roots
 
 if TYPE_CHECKING:
     import psutil
@@ -100,7 +101,8 @@ async def run_process(
     """Run ``argv`` with ``stdin`` as its input and exactly ``env`` as its environment.
 
     The child gets its own session (so its process group can be signalled as a whole) and,
-    unless ``cwd`` is given, a fresh private temporary directory that is removed afterwards.
+    unless ``cwd`` is given, a fresh empty directory of its own under the user's private
+    scratch root (``scratch.scratch_root``), removed afterwards.
     Ending the run means SIGTERM to the group and to every descendant, ``kill_grace_s`` to
     comply, then SIGKILL. A run ends on timeout, when stdout exceeds ``max_stdout``, on
     cancellation, or shortly after the child exits. A failure to start is reported as
@@ -151,7 +153,7 @@ def make_scratch_dir(marker: str) -> str:
     killed before it can remove them, the next command that finds the run abandoned can
     tell them from anything else and remove them (``remove_leftover_dirs``).
     """
-    return tempfile.mkdtemp(prefix=shapes.scratch_prefix(marker))
+    return tempfile.mkdtemp(prefix=shapes.scratch_prefix(marker), dir=scratch_root().path)
 
 
 class _Capture(asyncio.Protocol):
@@ -685,27 +687,30 @@ def remove_scratch_dir(path: str) -> None:
 
 
 def remove_leftover_dirs(run: str) -> int:
-    """Remove the working directories voices of run ``run`` had when their council was
+    """Remove the directories voices of run ``run`` were given when their council was
     killed before it could; how many were removed.
 
-    ``run`` comes from a run file, so it never becomes part of a path: the temp root is
-    listed, and only an entry directly inside it whose name has the exact shape of one of
-    this run's working directories, and that is a directory this user owns, is removed.
+    ``run`` comes from a run file, so it never becomes part of a path: each root a voice's
+    directories may be in (``scratch.sweep_roots``) is listed, and only an entry directly
+    inside it whose name has the exact shape of one of this run's directories, and that is a
+    directory this user owns, is removed.
     """
     if not shapes.is_run_marker(run):
         return 0
-    # The temp root is the user's own setting (TMPDIR), not the file's; it may be a symlink.
-    try:
-        root = os.open(tempfile.gettempdir(), _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return 0
     removed = 0
-    try:
-        for name in os.listdir(root):
-            if shapes.is_scratch_dir_name(name, run) and _remove_own_dir(root, name):
-                removed += 1
-    except OSError:
-        pass
-    finally:
-        os.close(root)
+    for where in sweep_roots():
+        # The roots come from the user's own settings (TMPDIR, XDG_*, HOME), not the file's;
+        # any of them may be reached through a symlink the user made.
+        try:
+            root = os.open(where, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            for name in os.listdir(root):
+                if shapes.is_scratch_dir_name(name, run) and _remove_own_dir(root, name):
+                    removed += 1
+        except OSError:
+            pass
+        finally:
+            os.close(root)
     return removed

@@ -49,7 +49,10 @@ Other variables:
     FAKE_ENV_COPY           write the environment the fake was given to this file (JSON)
     FAKE_ARGV_LOG           append {"argv", "cwd", "cwd_entries"} to this file, one JSON
                             object a line; with FAKE_COPY_FILE_ARG=--flag, also the content
-                            ("file") and mode of the file named after --flag
+                            ("file") and mode of the file named after --flag; with
+                            FAKE_LOOK_FOR=NAME,NAME..., also "seen_above": every file of
+                            those names in the working directory or any above it, the
+                            way a CLI looking for its instruction files finds them
     FAKE_SLEEP_S            seconds to sleep, see the modes
     FAKE_EXIT_CODE          exit code, see the modes
     FAKE_FLOOD_BYTES        how many bytes ``flood`` writes
@@ -265,11 +268,25 @@ def _record_call() -> None:
             with open(named, encoding="utf-8") as fh:
                 line["file"] = fh.read()
             line["file_mode"] = oct(os.stat(named).st_mode & 0o777)
+        names = [n for n in os.environ.get("FAKE_LOOK_FOR", "").split(",") if n]
+        if names:
+            line["seen_above"] = _seen_above(cwd, names)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(fd, (json.dumps(line) + "\n").encode())
         finally:
             os.close(fd)
+
+
+def _seen_above(cwd: str, names: list[str]) -> list[str]:
+    seen = []
+    here = os.path.realpath(cwd)
+    while True:
+        seen += [os.path.join(here, n) for n in names if os.path.exists(os.path.join(here, n))]
+        parent = os.path.dirname(here)
+        if parent == here:
+            return seen
+        here = parent
 
 
 def _upgrade_demand() -> int:

@@ -125,6 +125,11 @@ ADAPTER = CliAdapter(
         "analytics.enabled=false",
         "-c",
         "web_search=disabled",
+        # No project instruction files (AGENTS.md from the working directory up to a .git):
+        # a voice's directory is empty, so any it could find lie above it, where they are
+        # not the user's. The user's own ~/.codex/AGENTS.md still applies.
+        "-c",
+        "project_doc_max_bytes=0",
         "--disable",
         "plugins",
         "--disable",
