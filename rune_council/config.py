@@ -55,7 +55,7 @@ from . import safejson, templates
 from .contract import MAX_VOICES, SETUP_NAME_PATTERN
 from .errors import RuntimeConfigError
 from .paths import RuneDir
-from .safefile import read_capped
+from .safefile import read_if_present
 from .trust_store import TrustRecord, TrustStore, digest
 
 CONFIG_NAME = "council.toml"
@@ -323,12 +323,10 @@ def _one_line(text: str) -> str:
 def read_bounded(path: Path) -> bytes | None:
     """The file's bytes, None when it does not exist; anything but a regular file of sane
     size is an error (a FIFO would hang the read, /dev/zero would never end)."""
-    try:
-        data, cut = read_capped(path, MAX_CONFIG_BYTES)
-    except FileNotFoundError:
+    found = read_if_present(path, MAX_CONFIG_BYTES, RuntimeConfigError)
+    if found is None:
         return None
-    except OSError as exc:
-        raise RuntimeConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    data, cut = found
     if cut:
         raise RuntimeConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes")
     return data

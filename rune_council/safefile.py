@@ -11,9 +11,17 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["NotRegularFile", "is_plain_file", "is_symlink", "read_capped", "read_capped_text"]
+__all__ = [
+    "NotRegularFile",
+    "is_plain_file",
+    "is_symlink",
+    "read_capped",
+    "read_capped_text",
+    "read_if_present",
+]
 
 _CHUNK = 1 << 20
 
@@ -70,6 +78,21 @@ def read_capped(
         os.close(fd)
     data = b"".join(chunks)
     return data[:cap], len(data) > cap
+
+
+def read_if_present(
+    path: Path, cap: int, error: Callable[[str], Exception]
+) -> tuple[bytes, bool] | None:
+    """``read_capped`` for a file that may be absent (None). Every other failure, a FIFO or
+    a directory in its place included, raises ``error`` with one line naming the path and
+    the reason, so each caller reports it in its own error class; what a cut means (an
+    error, or a file that is not ours) stays the caller's to decide."""
+    try:
+        return read_capped(path, cap)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def is_symlink(path: str | os.PathLike[str]) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HostInstallError
-from ..safefile import read_capped
+from ..safefile import read_if_present
 from ..safejson import UnreadableJSON, UnreadableTOML, loads, loads_toml
 from .layout import ConfigEntry
 
@@ -53,12 +53,10 @@ def entry_digest(entry: ConfigEntry) -> str:
 
 
 def read_text(path: Path) -> str | None:
-    try:
-        data, cut = read_capped(path, MAX_CONFIG_BYTES)
-    except FileNotFoundError:
+    found = read_if_present(path, MAX_CONFIG_BYTES, HostInstallError)
+    if found is None:
         return None
-    except OSError as exc:
-        raise HostInstallError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data, cut = found
     if cut:
         raise HostInstallError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes; not editing it")
     try:

@@ -24,7 +24,7 @@ from typing import Literal
 
 from ..errors import HostInstallError
 from ..files import atomic_write_bytes
-from ..safefile import read_capped
+from ..safefile import read_if_present
 from . import claude, codex, gemini
 from .configs import Found, added, entry_digest, find, is_empty, read_text, removed
 from .layout import ConfigEntry, ConfigFormat, FileItem, Layout, Places, Scope
@@ -115,12 +115,10 @@ def _destination(path: Path, within: Path | None) -> Path:
 def _current_file(path: Path) -> str | None:
     """The text of a file rune may own (None: absent), read where ``_destination`` says;
     anything but a regular file is in the way and refused, even with --force."""
-    try:
-        data, cut = read_capped(path, MAX_OWNED_FILE_BYTES)
-    except FileNotFoundError:
+    found = read_if_present(path, MAX_OWNED_FILE_BYTES, HostInstallError)
+    if found is None:
         return None
-    except OSError as exc:
-        raise HostInstallError(f"cannot use {path}: {exc.strerror or exc}") from None
+    data, cut = found
     if cut:
         return "\0large"
     return data.decode("utf-8", errors="replace")
