@@ -22,13 +22,6 @@ from typer.core import TyperGroup
 
 from ..errors import ExitCode
 
-# The names commands used before the table; each is the table's code.
-EXIT_OK = ExitCode.OK
-EXIT_NOTHING_GATHERED = ExitCode.NO_VERDICT
-EXIT_BAD_INPUT = ExitCode.BAD_INPUT
-EXIT_INTERNAL = ExitCode.INTERNAL
-EXIT_CANCELLED = ExitCode.CANCELLED
-
 
 def _asks_a_question(args: Sequence[str], commands: Collection[str]) -> bool:
     """``rune council "<question>" ...``: the first word is no subcommand and no help flag."""
