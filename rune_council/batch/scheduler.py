@@ -87,7 +87,7 @@ class BatchOptions:
     def results_path(self, items_path: Path) -> Path:
         if self.results is not None:
             return self.results
-        return self.door.where.root / "batch" / f"{items_path.stem}.results.jsonl"
+        return self.door.where.batch_dir / f"{items_path.stem}.results.jsonl"
 
 
 class CouncilFailed(Exception):

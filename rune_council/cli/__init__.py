@@ -12,7 +12,7 @@ import sys
 from . import lifetime  # first: it tunes the collector before the heavy imports
 
 # isort: split
-from ..errors import ExitCode, exit_code_for
+from ..errors import CouncilError, ExitCode, exit_code_for
 from . import (
     batch_cmd,  # noqa: F401  (registers the commands)
     council_cmds,  # noqa: F401
@@ -44,7 +44,12 @@ def main() -> None:
         if os.environ.get("RUNE_DEBUG"):
             raise
         code = exit_code_for(exc)
-        what = "I/O error" if code == ExitCode.IO_ERROR else "internal error"
-        echo(f"rune: {what}: {type(exc).__name__}: {exc}", err=True)
+        if isinstance(exc, CouncilError):
+            # The library's own errors say what is wrong with the input, wherever a command
+            # met them (a rune directory it refuses is found before its own handler runs).
+            echo(f"rune council: {exc}", err=True)
+        else:
+            what = "I/O error" if code == ExitCode.IO_ERROR else "internal error"
+            echo(f"rune: {what}: {type(exc).__name__}: {exc}", err=True)
         lifetime.exit_now(code)
     lifetime.exit_now(0)

@@ -53,7 +53,7 @@ class Discovery:
 def cache_path(rune_dir: RuneDir, spec: EndpointSpec) -> Path:
     # The hash keeps two endpoints that share a name (a flag and a config) apart.
     digest = hashlib.sha256(spec.base_url.encode()).hexdigest()[:12]
-    return rune_dir.root / CACHE_DIR / f"models-{spec.name}-{digest}.json"
+    return rune_dir.subdir(CACHE_DIR) / f"models-{spec.name}-{digest}.json"
 
 
 def _utcnow() -> dt.datetime:

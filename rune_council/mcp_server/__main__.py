@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import ExitCode
+from ..errors import CouncilError, ExitCode, exit_code_for
 
 PROG = "rune council mcp"
 
@@ -54,9 +54,14 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT  # a missing extra is bad input, as elsewhere
+    try:
+        where = RuneDir.resolve(args.rune_dir)
+    except CouncilError as exc:
+        print(f"rune council: {exc}", file=sys.stderr)
+        return exit_code_for(exc)
     settings = ServerSettings(
         workdir=Path.cwd(),
-        rune_dir=RuneDir.resolve(args.rune_dir).root,
+        rune_dir=where.root,
         yes=args.yes,
         subagent_cmd=args.subagent_cmd,
         subagent_family=args.subagent_family,

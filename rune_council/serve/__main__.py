@@ -85,10 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     from .settings import TOKEN_ENV, ServeSettings
     from .token import default_token_file, load_or_create
 
-    where = RuneDir.resolve(args.rune_dir)
     token = os.environ.get(TOKEN_ENV) or None
     token_source = f"${TOKEN_ENV}" if token else None
     try:
+        where = RuneDir.resolve(args.rune_dir)
+        council_dir = where.council_dir  # a rune directory it refuses is said before serving
         load_config(where)  # a council.toml that cannot be read is said now, not per council
         if args.token_file is not None or (args.require_token and token is None):
             token_path = (args.token_file or default_token_file()).expanduser().absolute()
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "[::]", "") else args.host
     shown = f"[{shown.strip('[]')}]" if ":" in shown else shown
     url = f"http://{shown}:{args.port}/"
-    print(f"{PROG}: {url} (run files in {where.council_dir})", file=sys.stderr)
+    print(f"{PROG}: {url} (run files in {council_dir})", file=sys.stderr)
     if token is not None and token_source is not None and token_source != f"${TOKEN_ENV}":
         # The fragment never reaches a server or a proxy log; the page trades it for a
         # cookie and drops it from the address bar. Only a terminal gets the token itself.
