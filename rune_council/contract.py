@@ -858,6 +858,12 @@ class MemberBallot(_Strict):
         description="(2.6) sha256 of the voter, its runtime and the raw reply, taken when the "
         "reply was received, so verify can tell the reply was not edited since.",
     )
+    dropped_lines: list[DroppedLine] = Field(
+        default_factory=list,
+        description="(2.7) The lines of this reply that were not used, each with its reason (a "
+        "label the member was not shown, a RANK superseded by a later one, a line that does "
+        "not parse); read again from the reply by verify.",
+    )
 
 
 class AbsentMember(_Strict):
@@ -1032,9 +1038,11 @@ class VerdictMetadata(_Strict):
     )
     confidence_label: Literal["high", "medium", "low"] | None = None
     dissent_detected: bool = False
-    dissent_basis: Literal["rankings", "positions"] | None = Field(
+    dissent_basis: Literal["rankings", "votes", "positions"] | None = Field(
         default=None,
-        description="Outlier rankers (rankings) or, without rankings, a YES/NO split.",
+        description="Outlier rankers (rankings); (2.7) a vote's split items, the dissenters "
+        "being who voted against an item's outcome (votes); or, without either, a YES/NO "
+        "split (positions).",
     )
     dissenting_member: str | None = None
     dissenting_members: list[str] = Field(default_factory=list)

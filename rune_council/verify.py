@@ -120,7 +120,7 @@ def _rewind(voice: Voice) -> None:
 
 def recompute(recorded: CouncilResult) -> CouncilResult:
     """A copy of ``recorded`` whose verdict is computed afresh from its raw answers."""
-    if recorded.status != "complete":
+    if recorded.status not in ("complete", "no_verdict"):
         raise RunFileError(
             f"run {recorded.id} is {recorded.status}: only a completed run has a verdict to verify"
         )
@@ -131,6 +131,7 @@ def recompute(recorded: CouncilResult) -> CouncilResult:
     # Notes also hold allocation remarks made before dispatch; only ARBITRATE's are ours.
     fresh.notes = reach_verdict(fresh, artifact_name_of(request))
     settle_decision(fresh)
+    fresh.status = fresh.ended_status()
     if recorded.verdict is not None:
         fresh.verdict = verdict_metadata(fresh)
     return fresh
@@ -175,6 +176,9 @@ def verify(recorded: CouncilResult) -> Verification:
     for name in RESULT_FIELDS:
         outcome.checked.append(name)
         outcome.differences += diff(name, before[name], after[name])
+    # Compared as read: a file before 2.7 called a council no voice answered complete.
+    outcome.checked.append("status")
+    outcome.differences += diff("status", recorded.shown_status(), fresh.status)
     for name in REPORT_FIELDS:
         outcome.checked.append(f"runtime_report.{name}")
         outcome.differences += diff(
@@ -194,11 +198,12 @@ def verify(recorded: CouncilResult) -> Verification:
         outcome.checked.append("verdict")
         skipped = _method_standing_fields(recorded)
         outcome.unchecked += [f"verdict.{name}" for name in skipped]
-        outcome.differences += [
+        found = [
             d
             for d in diff("verdict", before["verdict"], after["verdict"])
             if d.field.split(".")[1].split("[")[0] not in skipped
         ]
+        outcome.differences += _vote_dissent_by_older_rule(recorded, found, outcome)
 
     _check_deliberation(recorded, outcome)
     check_ballot_seals(recorded, outcome)
@@ -232,6 +237,52 @@ def _note_reading_rules(
                 "(repairs recorded, two different answers ambiguous, a cut answer truncated); "
                 "read again by those rules, so a difference here may be the rules, not an edit"
             )
+
+
+# The first contract whose verdict reads a vote's dissent from the votes (dissent_basis
+# "votes"), and whose ballots list the lines they did not count (MemberBallot.dropped_lines).
+VOTES_READ = (2, 7)
+VOTE_DISSENT_FIELDS = (
+    "dissent_detected",
+    "dissent_basis",
+    "dissenting_member",
+    "dissenting_members",
+)
+
+
+def _version(recorded: CouncilResult) -> tuple[int, int]:
+    major, minor = (int(x) for x in recorded.schema_version.split("."))
+    return major, minor
+
+
+def _vote_dissent_by_older_rule(
+    recorded: CouncilResult, found: list[Difference], outcome: Verification
+) -> list[Difference]:
+    """``found`` without the vote dissent an older file recorded by the older rule (which
+    read it from the approvals' concordance, as "rankings"); where today's rule reads it
+    otherwise, that is said instead."""
+    d = recorded.deliberation
+    if d is None or d.method != "vote" or _version(recorded) >= VOTES_READ:
+        return found
+    older = [x for x in found if x.field.split(".")[1].split("[")[0] in VOTE_DISSENT_FIELDS]
+    if older:
+        outcome.unchecked.append(
+            f"verdict.{'|'.join(VOTE_DISSENT_FIELDS)}: recorded by contract "
+            f"{recorded.schema_version}, before a vote's dissent was read from its votes "
+            f"({VOTES_READ[0]}.{VOTES_READ[1]}); today's rule reads it anew, so a "
+            "difference here may be the rule, not an edit"
+        )
+    return [x for x in found if x not in older]
+
+
+def _without_ballot_drops(value: Any) -> Any:
+    """A re-derived vote or rank record as a writer before 2.7 filed it: its ballots list no
+    dropped lines (the method's own ``dropped_lines`` list still holds every one)."""
+    if isinstance(value, dict) and isinstance(value.get("ballots"), list):
+        for ballot in value["ballots"]:
+            if isinstance(ballot, dict):
+                ballot["dropped_lines"] = []
+    return value
 
 
 # The parts of the verdict block that a deliberation method's own standing decides.
@@ -423,9 +474,12 @@ def replay_ballots(recorded: CouncilResult, fresh: CouncilResult, outcome: Verif
             consolidation=d.consolidation if final else None,
         )
         for recount in method.replay(replay, part):
+            values = recount.values
+            if _version(recorded) < VOTES_READ:
+                values = [(n, was, _without_ballot_drops(now)) for n, was, now in values]
             before = len(outcome.differences)
             _file_recount(
-                Recount(f"{recount.name} (re-derived from the raw replies)", recount.values),
+                Recount(f"{recount.name} (re-derived from the raw replies)", values),
                 outcome,
             )
             # A ballot's digest is compared on its own, in words, by check_ballot_seals.

@@ -432,7 +432,9 @@ def test_divergence_policies(tmp_path: Path, policy: str, rounds_run: int, flag:
         CouncilOptions(
             runtimes=rts,
             rune_dir=tmp_path,
-            orchestrator=FunctionRuntime(lambda p: 'Verdict.\nSYNTH open=["more?"]', name="chair"),
+            orchestrator=FunctionRuntime(
+                lambda p: 'Add a rollback step first.\nSYNTH open=["more?"]', name="chair"
+            ),
         ),
     )
     d = result.deliberation
@@ -468,7 +470,9 @@ def test_a_member_added_in_round_one_keeps_its_seat(tmp_path: Path) -> None:
             runtimes=rts,
             subagent=subagent,
             rune_dir=tmp_path,
-            orchestrator=FunctionRuntime(lambda p: 'V.\nSYNTH open=["x"]', name="chair"),
+            orchestrator=FunctionRuntime(
+                lambda p: 'Rollback first.\nSYNTH open=["x"]', name="chair"
+            ),
         ),
     )
     d = result.deliberation

@@ -31,7 +31,9 @@ def _run(tmp_path: Path, run_id: str, rounds: dict[str, Any], turns: bool) -> di
         # One member turns round after its first ranking: the score falls by far more than
         # the divergence drop, and an open question keeps the council from converging.
         rts[1] = member(scripted("NO", [UNDO, OFFLINE], turns=True), "codex", "openai")
-        chair = FunctionRuntime(lambda p: 'Verdict.\nSYNTH open=["more?"]', name="chair")
+        chair = FunctionRuntime(
+            lambda p: 'Add a rollback step first.\nSYNTH open=["more?"]', name="chair"
+        )
     convene(
         request(run_id, method="rank", rounds=rounds),
         CouncilOptions(runtimes=rts, rune_dir=tmp_path, orchestrator=chair),

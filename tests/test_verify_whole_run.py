@@ -156,7 +156,9 @@ def test_a_halted_run_verifies_and_its_halt_is_re_derived(tmp_path: Path) -> Non
         CouncilOptions(
             runtimes=rts,
             rune_dir=tmp_path,
-            orchestrator=FunctionRuntime(lambda p: 'Verdict.\nSYNTH open=["more?"]', name="chair"),
+            orchestrator=FunctionRuntime(
+                lambda p: 'Add a rollback step first.\nSYNTH open=["more?"]', name="chair"
+            ),
         ),
     )
     path = tmp_path / "council" / "run-halt.json"

@@ -31,6 +31,9 @@ T = TypeVar("T")
 BALLOT_TEXT_CAP = 20_000
 DETAIL_CAP = 500
 DROPPED_CAP = 200
+# The lines one ballot did not use, kept on the ballot itself: a model that writes a page
+# of prose around its vote has every line listed in the method's own list, bounded above.
+BALLOT_DROPPED_CAP = 20
 
 
 @dataclass(frozen=True)
@@ -143,10 +146,10 @@ def file_replies(
         reading = read(v, got.text)
         box.dropped.extend(reading.dropped)
         if reading.value is None:
-            _absent(box, v, got, "malformed", reading.detail)
+            _absent(box, v, got, "malformed", reading.detail, reading.dropped)
             continue
         box.counted[v.id] = reading.value
-        box.ballots.append(_record(v, got, "counted", reading.detail))
+        box.ballots.append(_record(v, got, "counted", reading.detail, reading.dropped))
     del box.dropped[DROPPED_CAP:]
     return box
 
@@ -156,6 +159,7 @@ def _record(
     got: Received,
     outcome: Literal["counted", "failed", "malformed"],
     detail: str,
+    dropped: Sequence[DroppedLine] = (),
 ) -> MemberBallot:
     ballot = MemberBallot(
         voice_id=v.id,
@@ -165,6 +169,9 @@ def _record(
         text=got.text,
         latency_ms=got.latency_ms,
         truncated=got.truncated,
+        # Each with its reason on the ballot it came from, so a line the member meant as its
+        # vote and the council refused is seen beside that member, not only in a pooled list.
+        dropped_lines=list(dropped[:BALLOT_DROPPED_CAP]),
     )
     # Sealed as it is filed, as a chairman's text is: an edit of the reply shows.
     ballot.digest = digest_of(ballot)
@@ -201,7 +208,8 @@ def _absent(
     got: Received,
     outcome: Literal["failed", "malformed"],
     why: str,
+    dropped: Sequence[DroppedLine] = (),
 ) -> None:
     """A ballot that does not count: kept as sent, and its member leaves the denominator."""
-    box.ballots.append(_record(v, got, outcome, why))
+    box.ballots.append(_record(v, got, outcome, why, dropped))
     box.absent.append(AbsentMember(voice_id=v.id, runtime=v.runtime, stage="ballot", reason=why))

@@ -1,7 +1,8 @@
 """The chairman: the runtime that merges and writes the verdict, never a seat.
 
-Any ``Runtime`` the caller configured can chair. When there is none, or its answer is
-unusable, each method writes from its own arithmetic instead and says so.
+Any ``Runtime`` the caller configured can chair. When there is none, when it fails, or when
+its reply is no verdict of this council, each method writes from its own arithmetic instead
+and says so.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from ..runtimes.subagent import FunctionRuntime, SubagentFn
 from ..stages.dispatch import ask_within
 from ..stages.dispatch import attempt_record as _attempt
 from . import rank
+
+# Attempt.output_tail's bound in the contract.
+OUTPUT_TAIL_CAP = 4000
 
 
 def resolve_orchestrator(
@@ -53,15 +57,40 @@ class Chair:
             return None, None, "no orchestrator configured"
         reply = await ask_within(chair, prompt, self.budget)
         attempt = _attempt(chair, reply)
-        if reply.outcome != "ok" or not reply.text or not reply.text.strip():
+        if reply.outcome != "ok":
             return None, attempt, f"{chair.name}: {reply.outcome}: {reply.detail}"
+        if not reply.text or not reply.text.strip():
+            return None, *self.refused(attempt, "the chairman wrote nothing", reply.text or "")
         return reply.text, attempt, "ok"
 
-    async def synthesise(self, prompt: str, arithmetic: str) -> Synthesis:
-        """The chairman's verdict, else ``arithmetic`` marked as the fallback."""
+    def refused(
+        self, attempt: Attempt | None, reason: str, text: str
+    ) -> tuple[Attempt | None, str]:
+        """A reply that came back but cannot be used, recorded as a failed chairman: its
+        attempt is ``malformed`` with the reason and the end of what it wrote, and the reason
+        reads as a chairman's that exited non-zero does, so the same fallback follows."""
+        if attempt is not None:
+            attempt = attempt.model_copy(
+                update={
+                    "outcome": "malformed",
+                    "detail": reason,
+                    "output_tail": text[-OUTPUT_TAIL_CAP:] or None,
+                }
+            )
+        return attempt, f"{self.name}: malformed: {reason}"
+
+    async def synthesise(
+        self, prompt: str, arithmetic: str, items: Mapping[str, str], noun: str
+    ) -> Synthesis:
+        """The chairman's verdict, else ``arithmetic`` marked as the fallback.
+
+        ``items`` are what the chairman was given to merge, by the name the prompt gave each
+        (see :func:`.rank.synthesis_fault`): a reply that refers to none of them failed, as
+        one that exits non-zero has.
+        """
         text, attempt, reason = await self.ask(prompt)
         if text is not None:
-            reading = rank.read_chairman(text)
+            reading = rank.read_chairman(text, items, noun)
             if reading.text is not None:
                 return Synthesis(
                     text=reading.text,
@@ -71,7 +100,7 @@ class Chair:
                     closed=not reading.open,
                     uncertainty_markers=rank.uncertainty_markers(reading.text),
                 )
-            reason = reading.reason
+            attempt, reason = self.refused(attempt, reading.reason, text)
         return Synthesis(
             text=arithmetic,
             fallback="arithmetic",

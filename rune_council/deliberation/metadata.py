@@ -86,17 +86,22 @@ def _seconds(start: str, end: str | None) -> float | None:
     return round(delta.total_seconds(), 3)
 
 
-def _standing(d: Deliberation) -> tuple[ConsensusScore | None, list[str]]:
-    """What the method that deliberated reports; a method this process lacks reports nothing."""
+Basis = Literal["rankings", "votes", "positions"]
+
+
+def _standing(d: Deliberation) -> tuple[ConsensusScore | None, list[str], Basis]:
+    """What the method that deliberated reports, and what its dissent is read from (the
+    method's own word: a vote's from its votes); a method this process lacks reports
+    nothing."""
     if d.method is None:
-        return None, []
+        return None, [], "rankings"
     from .registry import METHODS  # only a run that deliberated loads the methods
 
     method = METHODS.get(d.method)
     if method is None:
-        return None, []
+        return None, [], "rankings"
     standing = method.standing(d)
-    return standing.consensus, list(standing.dissenters)
+    return standing.consensus, list(standing.dissenters), standing.basis
 
 
 def member_count(result: CouncilResult) -> int:
@@ -117,13 +122,13 @@ def verdict_metadata(result: CouncilResult) -> VerdictMetadata:
     score = None
     label = None
     dissenters: list[str] = []
-    basis: Literal["rankings", "positions"] | None = None
+    basis: Basis | None = None
     markers = []
     if d is not None:
-        consensus, dissenters = _standing(d)
+        consensus, dissenters, read_from = _standing(d)
         if consensus is not None:
             score, label = consensus.w, consensus.label
-            basis = "rankings"
+            basis = read_from
         if d.synthesis is not None:
             markers = list(d.synthesis.uncertainty_markers)
     if basis is None:

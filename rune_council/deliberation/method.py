@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from ..contract import (
     ConsensusScore,
@@ -69,6 +69,8 @@ class Standing:
 
     consensus: ConsensusScore | None = None
     dissenters: list[str] = field(default_factory=list)
+    # What the dissent was read from: members' rankings of each other, or their votes.
+    basis: Literal["rankings", "votes"] = "rankings"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..contract import (
@@ -28,8 +28,12 @@ from ..contract import (
 )
 from ..safetext import Fence
 from .dsl import Move, ballot_text, parse, quote
+from .tally import superseded
 
 SUMMARY_CAP = 1500
+# How every chairman prompt opens; a reply holding it repeats the prompt, as a base model
+# that continues its input does, instead of answering it.
+CHAIR_OPENING = "You chair a council"
 _UNCERTAIN = re.compile(r"\[UNCERTAIN\]\s*(.+?)(?=\n\s*\n|\n\s*\[UNCERTAIN\]|\Z)", re.DOTALL)
 
 
@@ -97,7 +101,12 @@ class MemberRanking:
 
 
 def read_ranking(voice_id: str, text: str, shuffle: RankShuffle) -> MemberRanking:
-    """The member's RANK (the last usable one) and critiques, in the letters it was shown."""
+    """The member's RANK and critiques, in the letters it was shown.
+
+    Which RANK counts when a reply holds several is :func:`.tally.superseded`'s rule: the
+    last one that can be counted. A line naming a letter the member was not shown is
+    dropped with that reason, and so counts for nothing and supersedes nothing.
+    """
     transcript = parse(text)
     dropped = [
         DroppedLine(line=d.line, text=d.text, reason=d.reason, source=voice_id)
@@ -120,14 +129,7 @@ def read_ranking(voice_id: str, text: str, shuffle: RankShuffle) -> MemberRankin
             continue
         if m.verb == "RANK":
             if rank is not None:
-                dropped.append(
-                    DroppedLine(
-                        line=rank.line,
-                        text=rank.text,
-                        reason=f"superseded by the RANK on line {m.line}",
-                        source=voice_id,
-                    )
-                )
+                dropped.append(superseded(rank, m, voice_id))
             rank = m
         else:
             critiques.append(m)
@@ -196,7 +198,7 @@ def chairman_prompt(
     split = "\n".join(f"- {d.claim}" for d in disagreements) or "- none recorded"
     extra = f"\nContext from an earlier council:\n{context}\n" if context else ""
     return (
-        "You chair a council. The members answered the question below and then ranked each "
+        f"{CHAIR_OPENING}. The members answered the question below and then ranked each "
         "other's answers blind; the ranking is arithmetic and is not yours to change. "
         f"{fence.rule()}\n\n"
         f"Question:\n{question}\n{extra}\nAnswers, best first by the council's tally:\n\n"
@@ -218,7 +220,62 @@ class ChairReading:
     reason: str
 
 
-def read_chairman(text: str) -> ChairReading:
+# Words too common to show that a verdict drew on an item, and the prompts' own vocabulary,
+# which a reply can repeat without having read a single item.
+_COMMON_WORDS = """
+    about above after again against also among answer answers because been before being
+    below between both cannot chair could council does done each every from have having
+    here into itself just like made make many member members more most much must need
+    only other ours over question questions rank ranked ranking same shall should since
+    some such than that their them then there these they this those through under until
+    upon very verdict were what when where which while will with within without would
+    your item items paragraph paragraphs score synth tally uncertain open none
+"""
+_COMMON = frozenset(_COMMON_WORDS.split())
+_WORD = re.compile(r"[^\W\d_]{4,}")
+# Words compared by their first five letters: "sharding" draws on "shards", "rollbacks" on
+# "rollback"; a cruder stem than a linguist's, but the same on every machine.
+_STEM = 5
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:_STEM] for w in _WORD.findall(text.casefold()) if w not in _COMMON}
+
+
+def synthesis_fault(verdict: str, items: Mapping[str, str], noun: str) -> str | None:
+    """Why a chairman's verdict is no synthesis of what it was given, or None when it is one.
+
+    ``items`` maps the name each item had in the chairman's prompt (``p2``, ``item 3``) to
+    its text; ``noun`` says what they are (answers, items). A verdict synthesises when it
+    refers to at least one of them: by its name, or by a word of its text of four letters or
+    more that is not one of the commonest (compared by its first five letters). A reply that
+    refers to none of them (a refusal, a reply to some other prompt, noise) or that repeats
+    the chairman's prompt is no verdict of this council, and the arithmetic writes it
+    instead. Items that hold no such word at all can be referred to by name only, so there a
+    reply is not held to it.
+    """
+    if CHAIR_OPENING.casefold() in verdict.casefold():
+        return "the reply repeats the chairman's prompt instead of answering it"
+    if not items:
+        return None
+    for name in items:
+        if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", verdict, re.IGNORECASE):
+            return None
+    said = [stems for text in items.values() if (stems := _stems(text))]
+    if not said:
+        return None  # nothing to refer to but a name (answers such as a bare "NO, not yet")
+    words = _stems(verdict)
+    if any(words & stems for stems in said):
+        return None
+    return (
+        f"the reply refers to none of the {len(items)} {noun} it was given, "
+        "by name or by what they say"
+    )
+
+
+def read_chairman(text: str, items: Mapping[str, str], noun: str) -> ChairReading:
+    """The chairman's verdict and open questions; ``text`` None (with the reason) when the
+    reply is no verdict: empty, or no synthesis of the ``items`` (:func:`synthesis_fault`)."""
     body: list[str] = []
     open_items: list[str] = []
     for line in text.splitlines():
@@ -234,6 +291,9 @@ def read_chairman(text: str) -> ChairReading:
     verdict = "\n".join(body).strip()
     if not verdict:
         return ChairReading(None, [], "the chairman wrote no verdict")
+    fault = synthesis_fault(verdict, items, noun)
+    if fault is not None:
+        return ChairReading(None, [], fault)
     return ChairReading(verdict, open_items, "ok")
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from ..contract import CouncilResult
-from ..safetext import plain
+from collections.abc import Sequence
+
+from ..contract import CouncilResult, MemberBallot
+from ..safetext import one_line, plain
 
 
 def render_deliberation(result: CouncilResult) -> str:
@@ -34,6 +36,7 @@ def render_deliberation(result: CouncilResult) -> str:
                 )
             for a in v.absent:
                 lines.append(f"  - absent {a.voice_id} ({a.stage}): {a.reason}")
+            lines += _dropped_lines(v.ballots)
         if d.rank is not None:
             t = d.rank.tally
             order = " > ".join("=".join(level) for level in t.final_order) or "-"
@@ -45,10 +48,11 @@ def render_deliberation(result: CouncilResult) -> str:
                 lines.append(f"  - {score.label} ({who}): {score.score:g}{flag}")
             for a in d.rank.absent:
                 lines.append(f"  - absent {a.voice_id} ({a.stage}): {a.reason}")
+            lines += _dropped_lines(d.rank.ballots)
         if d.risk_register is not None:
             r = d.risk_register
             mark = " (built from the arithmetic)" if r.fallback else ""
-            lines += ["", f"### Risk register{mark}", r.summary]
+            lines += ["", f"### Risk register{mark}", *_fallback_line(r.fallback_reason), r.summary]
             for risk in r.risks:
                 by = ", ".join(risk.identified_by) or "-"
                 mitigation = f" — mitigation: {risk.mitigation}" if risk.mitigation else ""
@@ -59,7 +63,8 @@ def render_deliberation(result: CouncilResult) -> str:
         elif d.synthesis is not None:
             s = d.synthesis
             mark = " (built from the arithmetic)" if s.fallback else f" (by {s.by})"
-            lines += ["", f"### Verdict{mark}", s.text]
+            why = _fallback_line(s.fallback_reason) if s.fallback else []
+            lines += ["", f"### Verdict{mark}", *why, s.text]
             if s.open_questions:
                 lines.append("- open: " + "; ".join(s.open_questions))
         if len(d.rounds) > 1 or d.converged_early:
@@ -75,6 +80,7 @@ def render_deliberation(result: CouncilResult) -> str:
         parts = [
             f"consensus {shown} ({m.confidence_label or 'no rankings'})",
             f"dissent {'yes' if m.dissent_detected else 'no'}"
+            + (f" by {m.dissent_basis}" if m.dissent_detected and m.dissent_basis else "")
             + (f" ({', '.join(m.dissenting_members)})" if m.dissenting_members else ""),
             f"rounds {m.revision_count}" + (" (converged early)" if m.converged_early else ""),
             f"members {m.member_count}",
@@ -87,3 +93,31 @@ def render_deliberation(result: CouncilResult) -> str:
         lines += ["", "### Verdict metadata", "- " + ", ".join(parts)]
         lines += [f"- [UNCERTAIN] {u.text}" for u in m.uncertainty_markers]
     return plain("\n".join(lines) + ("\n" if lines else ""))
+
+
+# Per ballot on one line each: a model's reply of many lines is listed in the run file whole.
+DROPPED_SHOWN = 5
+
+
+def _dropped_lines(ballots: Sequence[MemberBallot]) -> list[str]:
+    """Each ballot's lines that were not counted, with why, under its member."""
+    out = []
+    for b in ballots:
+        if not b.dropped_lines:
+            continue
+        parts = [
+            f"line {x.line} {one_line(x.text, 80)!r}: {x.reason}"
+            for x in b.dropped_lines[:DROPPED_SHOWN]
+        ]
+        more = len(b.dropped_lines) - DROPPED_SHOWN
+        if more > 0:
+            parts.append(f"{more} more in the run file")
+        said = f"{len(b.dropped_lines)} line(s) not counted: " + "; ".join(parts)
+        out.append(f"  - {b.voice_id}: {one_line(said, 800)}")
+    return out
+
+
+def _fallback_line(reason: str | None) -> list[str]:
+    """Why no chairman wrote the section: none configured, it failed, or its reply was no
+    synthesis of the council's items."""
+    return [f"- no chairman's text: {one_line(reason, 600)}"] if reason else []

@@ -3,7 +3,8 @@
 Order of work, so that policy acts before preference:
 
 1. ``REQUIRE MUST-NOT -> X`` (cited) removes X before anything is counted.
-2. Each ranker's last RANK counts; an earlier one is dropped as superseded.
+2. Each ranker's last RANK counts; an earlier one is dropped as superseded (:func:`superseded`
+   holds the rule, which a member's ballot reply follows too).
 3. Borda x confidence: with N proposals in play, the k-th place from the top (0-based) earns
    ``N - 1 - k`` points; tied proposals share the mean of the places they span; a proposal a
    ranker left out gets nothing from that ranker; the points are multiplied by the ranker's
@@ -253,16 +254,25 @@ def _last_rankings(
                 continue
             earlier = last_rank.get(who)
             if earlier is not None:
-                dropped.append(
-                    DroppedLine(
-                        line=earlier.line,
-                        text=earlier.text,
-                        reason=f"superseded by {who}'s RANK on line {m.line}",
-                        source=who,
-                    )
-                )
+                dropped.append(superseded(earlier, m, who, f"{who}'s"))
             last_rank[who] = m
     return sorted(last_rank.items(), key=lambda kv: kv[1].line)
+
+
+def superseded(earlier: Move, later: Move, source: str, whose: str = "the") -> DroppedLine:
+    """The one rule for a ranker who sends several RANK lines, in a transcript and in a
+    member's ballot reply alike: the last one that can be counted counts, and each earlier
+    one is kept as dropped, superseded by it. A RANK that cannot be counted (it does not
+    parse, names a label its ranker was not shown, or ranks the ranker's own answer) is
+    dropped with its own reason and supersedes nothing. The last, not the first, because a
+    model that writes two rankings has, as a rule, thought again: it drafts and then
+    concludes, or corrects itself."""
+    return DroppedLine(
+        line=earlier.line,
+        text=earlier.text,
+        reason=f"superseded by {whose} RANK on line {later.line}",
+        source=source,
+    )
 
 
 @dataclass(slots=True)

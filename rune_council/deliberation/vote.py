@@ -160,6 +160,23 @@ def approval_concordance(
     )
 
 
+def dissenters_of(result: VoteResult) -> list[str]:
+    """Who dissented, read from the votes themselves: every counted member that voted
+    against an item's outcome where the council split on it (no on an item that passed,
+    yes on one that failed), in the order the ballots were counted.
+
+    A split is dissent however the members stand overall: a vote of two that splits has
+    nobody standing apart by concordance, yet one of them was outvoted. An abstention
+    takes no side, and an item nobody voted on splits nobody.
+    """
+    against: set[str] = set()
+    for item in result.items:
+        if item.yes and item.no:
+            # The outcome as the votes give it, under the item's own count of yes needed.
+            against.update(item.no if len(item.yes) >= item.required else item.yes)
+    return [v for v in result.counted if v in against]
+
+
 def recount(recorded: VoteResult) -> VoteResult:
     """The recorded ballots, as the item tallies list them, counted again by :func:`count_votes`.
 

@@ -128,7 +128,8 @@ class Rank:
             round.options.context,
         )
         arithmetic = rank.arithmetic_verdict(ranked.proposals, ranked.report, disagreements)
-        synthesis = await round.chair.synthesise(prompt, arithmetic)
+        items = {p.label: p.summary for p in ranked.proposals}
+        synthesis = await round.chair.synthesise(prompt, arithmetic, items, "answers")
         return Outcome(synthesis=synthesis, rank=ranked.result)
 
     def standing(self, results: Results) -> Standing:

@@ -38,6 +38,8 @@ class RedTeam:
         register: RiskRegister | None = None
         if text is not None:
             register, reason = redteam.read_register(text, labels, round.chair.name or "")
+            if register is None:
+                attempt, reason = round.chair.refused(attempt, reason, text)
         if register is None:
             register = redteam.arithmetic_register(
                 round.result.voices, round.result.clusters, reason

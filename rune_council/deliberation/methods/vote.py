@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ...contract import ConsolidatedItem, Consolidation, DroppedLine, Voice, VoteResult
 from ...safetext import Fence
-from .. import consolidate, vote
+from .. import consolidate, rank, vote
 from ..ballots import DROPPED_CAP, BallotBox, Reader, Reading, as_received, file_replies
 from ..method import Outcome, Recount, Replay, Results, Round, Standing
 
@@ -37,14 +37,17 @@ class Vote:
             f"{len(result.absent)} absent",
         )
         synthesis = await round.chair.synthesise(
-            _chair_prompt(round.request.question, result), vote.arithmetic_verdict(result)
+            _chair_prompt(round.request.question, result),
+            vote.arithmetic_verdict(result),
+            {f"item {i.number}": i.text for i in result.items},
+            "items",
         )
         return Outcome(synthesis=synthesis, consolidation=merged, vote=result)
 
     def standing(self, results: Results) -> Standing:
         if results.vote is None:
             return Standing()
-        return Standing(results.vote.consensus, list(results.vote.dissenters))
+        return Standing(results.vote.consensus, vote.dissenters_of(results.vote), "votes")
 
     def recount(self, where: str, results: Results) -> list[Recount]:
         if results.vote is None:
@@ -157,7 +160,7 @@ def _chair_prompt(question: str, result: VoteResult) -> str:
     passed = [i for i in result.items if i.outcome == "passed"]
     fence = Fence()
     return (
-        "You chair a council. Its members voted on numbered items; the vote is arithmetic "
+        f"{rank.CHAIR_OPENING}. Its members voted on numbered items; the vote is arithmetic "
         f"and not yours to change. {fence.rule()}\n\n"
         f"Question:\n{question}\n\nItems that passed:\n"
         + (
