@@ -129,3 +129,31 @@ def test_a_rune_dir_the_user_names_may_be_a_symlink(tmp_path: Path) -> None:
     out = _rune(proj, {**env, "RUNE_COUNCIL_DIR": str(named)}, "stats")
     assert out.returncode == 0, out.stderr
     assert os.path.isfile(sink / "stats-index.json")
+
+
+def test_a_ray_task_sends_back_no_file_through_a_link_in_its_run_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task hands its node's run files back to the driver; a link where a run file should
+    be is refused by the one run-file reader, never read through to the file it names."""
+    import tempfile
+
+    from rune_council import CouncilOptions
+    from rune_council.batch.ray_runner import _node_rune_dir, council_task
+    from tests import voice_dirs
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", voice_dirs.pinned_env(temp)["XDG_CACHE_HOME"])
+    secret = tmp_path / "private-notes.txt"
+    secret.write_text("the user's private notes\n")
+    council = _node_rune_dir() / "council"
+    council.mkdir(parents=True)
+    (council / "run-t1.json").symlink_to(secret)
+    # A request the council refuses at once, so the task goes straight to sending back.
+    files, error = council_task({"id": "t1", "question": ""}, CouncilOptions(runtimes=[]), {})
+    assert files == {}
+    assert error is not None and "symlink" in error, error
+    assert secret.read_text() == "the user's private notes\n"

@@ -33,9 +33,10 @@ from ..contract import CouncilResult
 from ..council import CouncilOptions, aconvene
 from ..council.chain import aconvene_chain
 from ..council.request import claim_run_file
-from ..errors import CouncilError, RequestError
+from ..errors import CouncilError, RequestError, RunFileError
 from ..paths import RuneDir
 from ..recorder import RunRecorder
+from ..runs import MAX_RUN_FILE_BYTES, read_bytes
 from ..runtimes.limits import Limits, limit_key
 from ..runtimes.scratch import scratch_root
 from .items import Item
@@ -45,7 +46,8 @@ RESOURCE_PREFIX = "rune:"
 # A council mostly waits on its voices: a tenth of a CPU each lets a 2-CPU node hold
 # twenty, and --concurrency is the real bound.
 TASK_CPUS = 0.1
-RUN_FILE_CAP = safejson.DEFAULT_MAX_BYTES
+# What a task reads from its node and the driver takes back: the cap of every run file read.
+RUN_FILE_CAP = MAX_RUN_FILE_BYTES
 
 
 def _node_rune_dir() -> Path:
@@ -83,11 +85,11 @@ def council_task(
     for run_id in run_ids or (str(request["id"]),):
         run_file = node.run_file(run_id)
         try:
-            if run_file.exists():
-                data = run_file.read_bytes()
-                if len(data) > RUN_FILE_CAP:
-                    return {}, f"the run file {run_id} is larger than {RUN_FILE_CAP} bytes"
-                files[run_id] = data
+            # The one reader of run files: capped, and a symlink is refused, not followed.
+            if os.path.lexists(run_file):
+                files[run_id] = read_bytes(run_file)
+        except RunFileError as exc:
+            return {}, str(exc)
         finally:
             run_file.unlink(missing_ok=True)
     return files, error
