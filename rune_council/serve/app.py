@@ -271,8 +271,10 @@ def _where(state: ServerState) -> RuneDir:
 
 
 def _run_path(state: ServerState, run_id: str) -> Path:
+    from ..runs import is_plain_run_file
+
     path = _where(state).run_file(run_id)
-    if path.is_symlink() or not path.is_file():
+    if not is_plain_run_file(path):
         if state.pool.holds(run_id):
             raise Reply(
                 404,
