@@ -139,15 +139,51 @@ def test_a_voice_answer_with_c1_controls_prints_as_json_a_terminal_cannot_act_on
     assert C1_CSI in json.dumps(doc["voices"][0]["raw"], ensure_ascii=False)
 
 
+def test_every_reader_of_a_run_prints_it_inert(tmp_path: Path) -> None:
+    """show, list, watch and verify, text and JSON, print a run whose voice answered with C1
+    controls without them; ``show --json`` is still the run file, value for value."""
+    text = f"{C1_CSI}{BIDI}Read this first.\n" + answer(Q, "NO", [claim("No rollback step")])
+    model = "meta/llama-3.3-70b-instruct"
+    with OpenAIServer(models=[model], behaviours={model: answering(text)}) as server:
+        ran = rune(tmp_path, "council", "--endpoint", server.base_url, "--n", "2", "--id", "c1", Q)
+    assert ran.returncode == 0, ran.stderr
+    for args in (
+        ("show", "c1", "--json"),
+        ("show", "c1"),
+        ("list",),
+        ("list", "--json"),
+        ("watch", "c1", "--json"),
+        ("watch", "c1"),
+        ("verify", "c1"),
+        ("verify", "c1", "--json"),
+    ):
+        read = rune(tmp_path, "council", *args)
+        assert read.stdout, (args, read.stderr)
+        inert(read)
+    shown = json.loads(rune(tmp_path, "council", "show", "c1", "--json").stdout)
+    assert shown == json.loads((tmp_path / ".rune" / "council" / "run-c1.json").read_text())
+
+
+@pytest.mark.parametrize("door", ["serve", "mcp"])
+def test_a_server_that_will_not_start_says_why_inert(tmp_path: Path, door: str) -> None:
+    """serve and mcp print their own errors before they start: a project directory whose
+    name carries escapes, refused for its symlinked .rune, is named without them."""
+    proj = tmp_path / f"proj{TITLE}{C1_CSI}{BIDI}"
+    proj.mkdir()
+    (proj / ".rune").symlink_to(tmp_path)
+    ran = rune(proj, "council", door, *(("--port", "0") if door == "serve" else ()))
+    assert ran.returncode == 2, ran.stderr
+    inert(ran)
+    assert b"is a symbolic link" in ran.stderr and b"Traceback" not in ran.stderr
+
+
 # --------------------------------------------------------------------------- one path
 
 # The helpers every command prints through.
 PRINTING_HOME = "app.py"
 # Files still printing on their own, each with what it prints; an entry that no longer
 # prints around the helpers fails the test, so the list only shrinks.
-NOT_YET: dict[str, str] = {
-    "runs_cmds.py": "list/show/watch/verify lines, each passed through safetext.plain",
-}
+NOT_YET: dict[str, str] = {}
 
 _WRITERS = {
     ("typer", "echo"),

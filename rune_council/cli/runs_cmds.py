@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import ExitCode, exit_code_for
-from ..safetext import one_line, plain
-from .app import council_app, fail
+from ..safetext import one_line
+from .app import council_app, echo, echo_json, fail
 
 if TYPE_CHECKING:
     from ..contract import CouncilResult, RunEvent
@@ -168,7 +168,10 @@ def watch_command(
 
     def emit(record: dict[str, Any], line: str) -> None:
         # Questions, runtimes and details come from voices: text on a terminal, never escapes.
-        typer.echo(json.dumps(record) if as_json else plain(line))
+        if as_json:
+            echo_json(json.dumps(record))
+        else:
+            echo(line)
 
     try:
         for update in follow(path, wait_s=wait):
@@ -220,8 +223,8 @@ def watch_command(
                     f"{_summary(result)} (exit {code})",
                 )
                 if show_result and not as_json:
-                    typer.echo("")
-                    typer.echo(report(result))
+                    echo("")
+                    echo(report(result))
                 raise typer.Exit(code)
             elif update.kind == "abandoned" and result is not None:
                 emit(
@@ -257,14 +260,14 @@ def show_command(
 
     result = _load(run, rune_dir)
     if as_json:
-        typer.echo(result.model_dump_json(indent=2))
+        echo_json(result.model_dump_json(indent=2))
         return
     text = report(result, status=displayed_status(result))
     check = _verification_line(result)
     if check:  # right under the stamp, which stays the first thing said
         lines = text.split("\n")
         text = "\n".join([*lines[:2], check, *lines[2:]])
-    typer.echo(text)
+    echo(text)
 
 
 def _verification_line(result: CouncilResult) -> str | None:
@@ -324,7 +327,7 @@ def list_command(
     where = RuneDir.resolve(rune_dir)
     rows = list_runs(where, limit)
     if as_json:
-        typer.echo(
+        echo_json(
             json.dumps(
                 [
                     {
@@ -347,10 +350,10 @@ def list_command(
         )
         return
     if not rows:
-        typer.echo(f"no runs in {where.council_dir}")
+        echo(f"no runs in {where.council_dir}")
         return
     width = max(len("id"), *(len(r.run_id) for r in rows))
-    typer.echo(
+    echo(
         f"{'id':<{width}}  {'status':<10} {'decorrelation':<26} {'voices':>6} "
         f"{'duration':>8}  question"
     )
@@ -359,11 +362,9 @@ def list_command(
         question = r.question if len(r.question) <= 60 else r.question[:59] + "…"
         if r.problem:
             question = r.problem
-        typer.echo(
-            plain(
-                f"{r.run_id:<{width}}  {r.status:<10} {r.stamp or '-':<26} {voices:>6} "
-                f"{_duration(r.duration_s):>8}  {question}"
-            )
+        echo(
+            f"{r.run_id:<{width}}  {r.status:<10} {r.stamp or '-':<26} {voices:>6} "
+            f"{_duration(r.duration_s):>8}  {question}"
         )
 
 
@@ -400,7 +401,7 @@ def verify_command(
     except CouncilError as exc:
         raise fail(str(exc), exit_code_for(exc)) from None
     if as_json:
-        typer.echo(
+        echo_json(
             json.dumps(
                 {
                     "run": outcome.run_id,
@@ -418,7 +419,7 @@ def verify_command(
             )
         )
     elif outcome.reproduced:
-        typer.echo(
+        echo(
             f"run {outcome.run_id}: reproduced — GATE → NORMALIZE → ARBITRATE on the recorded "
             f"raw answers gives the recorded result ({result.decorrelation}, "
             f"{len(result.agreement.consensus_claims)} consensus, "
@@ -431,19 +432,17 @@ def verify_command(
         )
     else:
         count = len(outcome.differences)
-        typer.echo(
+        echo(
             f"run {outcome.run_id}: NOT reproduced — {count} field(s) differ from a fresh "
             "GATE → NORMALIZE → ARBITRATE on the recorded raw answers:"
         )
         for d in outcome.differences:
-            typer.echo(
-                f"  {d.field}: recorded {_value(d.recorded)}, recomputed {_value(d.recomputed)}"
-            )
+            echo(f"  {d.field}: recorded {_value(d.recorded)}, recomputed {_value(d.recomputed)}")
     if not as_json:
         for note in outcome.unchecked:
-            typer.echo(f"  not checked: {note}")
-        typer.echo("verify cannot check:")
+            echo(f"  not checked: {note}")
+        echo("verify cannot check:")
         for limit in outcome.cannot_check:
-            typer.echo(f"  - {limit}")
+            echo(f"  - {limit}")
     if not outcome.reproduced:
         raise typer.Exit(ExitCode.NO_VERDICT)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..errors import CouncilError, ExitCode, exit_code_for
+from ..safetext import plain
 
 PROG = "rune council mcp"
 
@@ -49,15 +50,17 @@ def main(argv: list[str] | None = None) -> int:
         from .server import serve
     except ImportError as exc:
         print(
-            f"rune council: the MCP server needs the mcp extra ({exc.name} is missing): "
-            "pip install 'rune-council[mcp]'",
+            plain(
+                f"rune council: the MCP server needs the mcp extra ({exc.name} is missing): "
+                "pip install 'rune-council[mcp]'"
+            ),
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT  # a missing extra is bad input, as elsewhere
     try:
         where = RuneDir.resolve(args.rune_dir)
     except CouncilError as exc:
-        print(f"rune council: {exc}", file=sys.stderr)
+        print(plain(f"rune council: {exc}"), file=sys.stderr)
         return exit_code_for(exc)
     settings = ServerSettings(
         workdir=Path.cwd(),

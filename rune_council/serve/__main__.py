@@ -12,8 +12,14 @@ import sys
 from pathlib import Path
 
 from ..errors import CouncilError, ExitCode, exit_code_for
+from ..safetext import plain
 
 PROG = "rune council serve"
+
+
+def _say(line: str) -> None:
+    """One line on stderr, inert: an error's text, a path or a host can carry escapes."""
+    print(plain(line), file=sys.stderr)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -96,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             token = load_or_create(token_path)
             token_source = str(token_path)
     except CouncilError as exc:
-        print(f"rune council: {exc}", file=sys.stderr)
+        _say(f"rune council: {exc}")
         return exit_code_for(exc)
     settings = ServeSettings(
         rune_dir=where.root,
@@ -119,38 +125,35 @@ def main(argv: list[str] | None = None) -> int:
         settings.check()
         from .server import serve
     except CouncilError as exc:
-        print(f"rune council: {exc}", file=sys.stderr)
+        _say(f"rune council: {exc}")
         return exit_code_for(exc)
     except ImportError as exc:
-        print(
+        _say(
             f"rune council: serve needs the serve extra ({exc.name} is missing): "
-            "pip install 'rune-council[serve]'",
-            file=sys.stderr,
+            "pip install 'rune-council[serve]'"
         )
         return ExitCode.BAD_INPUT  # a missing extra is bad input, as elsewhere
     # A browser sent to 0.0.0.0 would name it in Host, which no server answers to.
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "[::]", "") else args.host
     shown = f"[{shown.strip('[]')}]" if ":" in shown else shown
     url = f"http://{shown}:{args.port}/"
-    print(f"{PROG}: {url} (run files in {council_dir})", file=sys.stderr)
+    _say(f"{PROG}: {url} (run files in {council_dir})")
     if token is not None and token_source is not None and token_source != f"${TOKEN_ENV}":
         # The fragment never reaches a server or a proxy log; the page trades it for a
         # cookie and drops it from the address bar. Only a terminal gets the token itself.
         if sys.stderr.isatty():
-            print(f"{PROG}: token required; open {url}#token={token}", file=sys.stderr)
+            _say(f"{PROG}: token required; open {url}#token={token}")
         else:
-            print(
+            _say(
                 f"{PROG}: token required; it is in {token_source} "
-                f"(open {url}#token=<token>, or paste it on the page)",
-                file=sys.stderr,
+                f"(open {url}#token=<token>, or paste it on the page)"
             )
     elif token is not None:
-        print(f"{PROG}: token required (from {token_source})", file=sys.stderr)
+        _say(f"{PROG}: token required (from {token_source})")
     else:
-        print(
+        _say(
             f"{PROG}: no token: web pages cannot use it, but every account on this machine "
-            "can (on a shared machine, use --require-token)",
-            file=sys.stderr,
+            "can (on a shared machine, use --require-token)"
         )
     serve(settings, log_level=args.log_level)
     return ExitCode.OK
