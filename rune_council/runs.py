@@ -236,6 +236,7 @@ class RunSummary:
     duration_s: float | None
     problem: str | None = None
     partial: bool = False  # the deadline ended the wait (contract 2.4)
+    halted: bool = False  # the deliberation stopped on divergence for a person to decide
 
     @property
     def stamp(self) -> str | None:
@@ -279,6 +280,7 @@ def summarise(path: Path, *, host: str | None = None) -> RunSummary:
         started_at=result.started_at,
         duration_s=seconds_between(result.started_at, end) if end else None,
         partial=result.partial is not None,
+        halted=result.deliberation is not None and result.deliberation.halted,
     )
 
 

@@ -54,7 +54,16 @@ ASSETS = Path(__file__).with_name("assets")
 MAX_PAGE = 200
 # A login body is one token; anything bigger is not one.
 MAX_LOGIN_BODY = 4096
-ROW_STATUSES = {"queued", "running", "complete", "cancelled", "failed", "abandoned", "unreadable"}
+ROW_STATUSES = {
+    "queued",
+    "running",
+    "complete",
+    "no_verdict",
+    "cancelled",
+    "failed",
+    "abandoned",
+    "unreadable",
+}
 STAMPS = {"MULTI_FAMILY", "NO_DECORRELATION"}
 
 
@@ -348,6 +357,7 @@ async def list_councils(request: Request) -> Response:
             status=r.status,  # type: ignore[arg-type]
             decorrelation=r.decorrelation,
             partial=r.partial,
+            halted=r.halted,
             voices_valid=r.voices_valid,
             voices_requested=r.voices_requested,
             started_at=r.started_at,

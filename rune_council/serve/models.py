@@ -15,7 +15,14 @@ class _Body(BaseModel):
 
 
 RowStatus = Literal[
-    "queued", "running", "complete", "cancelled", "failed", "abandoned", "unreadable"
+    "queued",
+    "running",
+    "complete",
+    "no_verdict",
+    "cancelled",
+    "failed",
+    "abandoned",
+    "unreadable",
 ]
 
 
@@ -71,6 +78,10 @@ class RunRow(_Body):
     status: RowStatus
     decorrelation: str | None = None
     partial: bool = Field(default=False, description="The deadline ended the wait (2.4).")
+    halted: bool = Field(
+        default=False,
+        description="The deliberation halted on divergence: a person should decide.",
+    )
     voices_valid: int
     voices_requested: int
     started_at: str

@@ -132,7 +132,9 @@ def test_deliberation_tallies_and_rounds_are_shown(tmp_path: Path, browser: Any)
     rune = tmp_path / ".rune"
     rounds = {"max_rounds": 2, "convergence_threshold": 1.0}
     # A chair that leaves a question open keeps the council going for a second round.
-    chair = FunctionRuntime(lambda prompt: 'Verdict.\nSYNTH open=["more?"]', name="chair")
+    chair = FunctionRuntime(
+        lambda prompt: 'Verdict: add the rollback step.\nSYNTH open=["more?"]', name="chair"
+    )
     ranked = convene(
         request("ranked", method="rank", rounds=rounds),
         CouncilOptions(runtimes=three(), rune_dir=rune, orchestrator=chair),
@@ -147,23 +149,23 @@ def test_deliberation_tallies_and_rounds_are_shown(tmp_path: Path, browser: Any)
         page = browser.new_page(viewport={"width": 1100, "height": 900})
         page.goto(server.base + "/runs/ranked")
         page.wait_for_selector("#stamp")
-        verdict = page.inner_text("#verdict")
+        verdict = page.inner_text("#verdict") + page.inner_text("#details")
         tally = ranked.deliberation.rank.tally
         assert "Ranking" in verdict and f"winner {tally.winner}" in verdict
         for score in tally.scores:
             assert f"{score.score:.2f}" in verdict
         assert "Rounds" in verdict
-        shown_rounds = page.locator("#verdict h3:text('Rounds') + table tbody tr").count()
+        shown_rounds = page.locator("#details h3:text('Rounds') + table tbody tr").count()
         assert shown_rounds == len(ranked.deliberation.rounds) == 2
         assert "Synthesis" in verdict
         page.screenshot(path=str(SHOTS / "run-ranked.png"), full_page=True)
 
         page.goto(server.base + "/runs/voted")
         page.wait_for_selector("#stamp")
-        verdict = page.inner_text("#verdict")
+        verdict = page.inner_text("#verdict") + page.inner_text("#details")
         vote = voted.deliberation.vote
         assert f"ballots counted {vote.denominator}" in verdict
-        rows = page.locator("#verdict h3:text('Vote') + div + table tbody tr")
+        rows = page.locator("#details h3:text('Vote') + div + table tbody tr")
         assert rows.count() == len(vote.items)
         for i, item in enumerate(vote.items):
             row = rows.nth(i).inner_text()
