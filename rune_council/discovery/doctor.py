@@ -97,7 +97,8 @@ def cli_row(entry: DetectedRuntime) -> Row:
     elif entry.status == "unavailable" and entry.path is not None:
         problem, fix = entry.detail, "rune council detect --refresh"
     elif entry.auth == "logged-out":
-        problem, fix = "logged out: it cannot answer", entry.auth_fix
+        # Not "cannot answer": a wrapper may still reach a free tier nobody chose for it.
+        problem, fix = "logged out: a council does not seat it", entry.auth_fix
     elif entry.status == "available" and entry.family_confidence != "confirmed":
         problem = "its model family is unknown, so its agreement counts for no family"
     return Row(

@@ -48,7 +48,8 @@ def install_fake(
     ``auth`` (ready, logged-out, unknown) is what the CLI's offline auth check will find:
     claude's and codex's status commands answer it (unknown: an exit status neither uses);
     gemini and qwen, which have none, get the files their checks read under ``bin_dir``'s
-    parent, the HOME most tests give it."""
+    parent, the HOME most tests give it. So do the wrappers (opencode, aider, cline, amp)
+    when ready: a saved login that names no model, unless the test wrote one already."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     env = {"FAKE_FORMAT": FORMATS.get(name, "text")}
     if answer is not None:
@@ -68,6 +69,8 @@ def install_fake(
         )
     if name == "gemini":
         _gemini_home(bin_dir.parent / ".gemini", auth)
+    if name in _WRAPPER_LOGINS and auth == "ready":
+        _wrapper_login(bin_dir.parent, name)
     if name == "qwen" and auth != "logged-out":
         # qwen's check never says ready: an auth type chosen is as far as it can tell.
         (bin_dir.parent / ".qwen").mkdir(parents=True, exist_ok=True)
@@ -99,3 +102,49 @@ def _gemini_home(gemini_dir: Path, auth: str) -> None:
 
 def path_with(bin_dir: Path) -> str:
     return f"{bin_dir}:/usr/bin:/bin"
+
+
+# Where each wrapper keeps a saved login, under HOME, and one that names no model (so the
+# family a test gives the wrapper through its config is left as the test wrote it).
+_ANY_PROVIDER = ("anthropic", "openai", "google", "openrouter", "opencode")
+_WRAPPER_LOGINS: dict[str, tuple[str, str]] = {
+    "opencode": (
+        ".local/share/opencode/auth.json",
+        json.dumps({p: {"type": "api", "key": "fake-key"} for p in _ANY_PROVIDER}),
+    ),
+    "aider": (
+        ".aider/oauth-keys.env",
+        "".join(
+            f"{n}=fake-key\n"
+            for n in ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY")
+        ),
+    ),
+    "cline": (
+        ".cline/data/settings/providers.json",
+        json.dumps(
+            {
+                "version": 1,
+                "lastUsedProvider": "openai-compatible",
+                "providers": {
+                    "openai-compatible": {
+                        "settings": {
+                            "provider": "openai-compatible",
+                            "apiKey": "fake-key",
+                            "model": "stub-model",
+                        }
+                    }
+                },
+            }
+        ),
+    ),
+    "amp": (".local/share/amp/secrets.json", json.dumps({"apiKey": "fake-key"})),
+}
+
+
+def _wrapper_login(home: Path, name: str) -> None:
+    where, content = _WRAPPER_LOGINS[name]
+    path = home / where
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")

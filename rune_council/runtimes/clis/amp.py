@@ -1,16 +1,23 @@
 """amp: a wrapper CLI in execute mode with a settings file that rejects every tool.
 
 amp picks its models itself, per task, so no configuration names its backend: it always
-stays ``unknown``.
+stays ``unknown``. It answers only for a signed-in Amp account: ``$AMP_API_KEY`` (an access
+token, for scripts) or the key ``amp login`` saves in ``~/.local/share/amp/secrets.json``
+(under ``$XDG_DATA_HOME`` when set), as its documentation says; this is not checked against
+a real binary.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from ..auth import AuthContext, AuthReading, Looked, home
 from ..base import EnvPolicy
 from ..cli_adapter import SUPPORT_DIR, CliAdapter
 from ..parsers import Parsed, json_objects, nonblank, tail
+
+LOGIN_FIX = "amp login"
 
 
 def parse(stdout: str, stderr: str) -> Parsed:
@@ -24,6 +31,20 @@ def parse(stdout: str, stderr: str) -> Parsed:
         text = nonblank(result)
         return Parsed(text) if text else Parsed(None, "amp returned an empty result")
     return Parsed(None, f"no result in amp output: {tail(stdout or stderr)}")
+
+
+async def auth(ctx: AuthContext) -> AuthReading:
+    """An access token in the environment, else the saved login; files and names only."""
+    looked = Looked(ctx.env)
+    if looked.var("AMP_API_KEY"):
+        return looked.reading("ready", "AMP_API_KEY is set")
+    data = Path(looked.env.get("XDG_DATA_HOME") or home(looked.env) / ".local" / "share")
+    secrets = data / "amp" / "secrets.json"
+    if looked.file(secrets):
+        return looked.reading("ready", f"a login is saved in {secrets}")
+    return looked.reading(
+        "logged-out", f"AMP_API_KEY is unset and no login is saved in {secrets}", LOGIN_FIX
+    )
 
 
 ADAPTER = CliAdapter(
@@ -40,4 +61,5 @@ ADAPTER = CliAdapter(
     },
     wrapper=True,
     verified="docs only",
+    auth=auth,
 )
