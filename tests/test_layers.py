@@ -18,7 +18,7 @@ PACKAGE = "rune_council"
 ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 
 # Bottom to top. A module belongs to the entry with the longest matching prefix, so
-# ``runtimes.base`` (the Runtime protocol) is core while the rest of ``runtimes`` is the edge.
+# ``runtimes.base`` (the environment rules) is core while the rest of ``runtimes`` is the edge.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "core",
@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "userregex",  # a user's pattern compiled with bounds
             "runtime",  # the Runtime protocol every voice implements
             "families",  # which model family a model name belongs to
-            "runtimes.base",  # the environment rules (and the protocol, re-exported)
+            "runtimes.base",  # the environment rules every runtime shares
         ),
     ),
     (

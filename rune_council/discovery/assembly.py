@@ -14,10 +14,11 @@ from ..config import CouncilConfig, load_config
 from ..consent import HOW_TO_GRANT, Consent, decide
 from ..contract import DetectedRuntime, RuntimesFile
 from ..paths import RuneDir
-from ..runtimes.adapters import ADAPTERS, CliAdapter
-from ..runtimes.base import Runtime
+from ..runtime import Runtime
 from ..runtimes.bridge import RUNTIME_PREFIX, BridgeRuntime
 from ..runtimes.cli import CliRuntime
+from ..runtimes.cli_adapter import CliAdapter
+from ..runtimes.clis import BUILTIN
 from ..runtimes.plugins import plugin_adapters, plugins_digest
 from ..runtimes.scratch import scratch_note
 from ..runtimes.user_defined import load_user_runtimes, specs_digest
@@ -33,7 +34,7 @@ def all_adapters(config: CouncilConfig) -> dict[str, CliAdapter]:
     """The built-in adapters, the installed plug-ins' and every user-defined runtime
     (validated); the user's own definition wins over a plug-in's of the same name."""
     user = {a.name: a for a in load_user_runtimes(config)}
-    return {**ADAPTERS, **plugin_adapters(), **user}
+    return {**BUILTIN, **plugin_adapters(), **user}
 
 
 async def detect_configured(
@@ -49,7 +50,7 @@ async def detect_configured(
     gains why a cache or a cached entry was not used as it was."""
     config = load_config(rune_dir, env) if config is None else config
     adapters = all_adapters(config)
-    digest = specs_digest(config) if len(adapters) > len(ADAPTERS) else None
+    digest = specs_digest(config) if len(adapters) > len(BUILTIN) else None
     if digest is not None and (plugins := plugins_digest()) is not None:
         digest = f"{digest}+{plugins}"
     return await detect(

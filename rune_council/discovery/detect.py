@@ -38,7 +38,6 @@ from ..contract import DetectedRuntime, RuntimesFile
 from ..errors import RunFileError
 from ..files import atomic_write_json
 from ..paths import RuneDir
-from ..runtimes.adapters import ADAPTERS, CliAdapter, adapter_env
 from ..runtimes.auth import (
     AuthContext,
     Looked,
@@ -51,6 +50,8 @@ from ..runtimes.auth import (
 from ..runtimes.base import redact, secret_values
 from ..runtimes.bridge import BRIDGE_NAME, RUNTIME_PREFIX, find_bridge, list_agents
 from ..runtimes.cli import merged_path
+from ..runtimes.cli_adapter import CliAdapter, adapter_env
+from ..runtimes.clis import BUILTIN
 from ..runtimes.login_path import LoginPath, login_shell_path
 from ..runtimes.process import run_process
 from ..safefile import read_capped
@@ -239,7 +240,7 @@ async def _bridge_entries(
     for agent in agents:
         if agent.name in reachable:
             continue  # run directly, with our own read-only flags
-        adapter = ADAPTERS.get(agent.name)
+        adapter = BUILTIN.get(agent.name)
         family: dict[str, Any] = {"model_family": "unknown", "family_confidence": "unknown"}
         note = "not in the family map"
         if adapter is not None:
@@ -274,7 +275,7 @@ async def detect_runtimes(
     config_digest: str | None = None,
 ) -> RuntimesFile:
     env = dict(os.environ) if env is None else env
-    chosen = list(ADAPTERS.values()) if adapters is None else list(adapters)
+    chosen = list(BUILTIN.values()) if adapters is None else list(adapters)
     path = env.get("PATH", os.defpath)
     missing = [n for n in [a.executable for a in chosen] if shutil.which(n, path=path) is None]
     login = LoginPath(None, (), "")
@@ -415,7 +416,7 @@ async def detect(
     """
     notes = [] if notes is None else notes
     env = dict(os.environ) if env is None else env
-    chosen = list(ADAPTERS.values()) if adapters is None else list(adapters)
+    chosen = list(BUILTIN.values()) if adapters is None else list(adapters)
     if not refresh:
         cached, why = _read_cache(rune_dir, config_digest, env)
         if why:
@@ -444,7 +445,7 @@ async def _recheck_auth(
     """Checks again, in place, the auth of every cached entry whose files or variables have
     changed since (a login, a key set after the fix was shown); whether any was."""
     env = dict(os.environ) if env is None else env
-    by_name = {a.name: a for a in (adapters or ADAPTERS.values())}
+    by_name = {a.name: a for a in (adapters or BUILTIN.values())}
     search = _search_path(env, report.login_path)
     stale = []
     for i, item in enumerate(report.detected):

@@ -3,10 +3,8 @@ and the scrubbing of secrets out of whatever is kept.
 
 Every value a runtime scrubs is a secret in play for the whole process: ``redact`` records
 it, and the run-file recorder checks every string of a result against all of them once
-more before anything is written or printed (``secrets_in_play``).
-
-The runtime protocol itself (``Runtime``, ``RuntimeReply``, ``Answerer``) is part of the
-core, in ``rune_council.runtime``; it is re-exported here for older imports.
+more before anything is written or printed (``secrets_in_play``). The runtime protocol
+itself (``Runtime``, ``RuntimeReply``, ``Answerer``) is in ``rune_council.runtime``.
 """
 
 from __future__ import annotations
@@ -18,17 +16,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..redaction import MIN_SECRET_LEN, redactor_for
-from ..runtime import Answerer, ReplyCheck, Runtime, RuntimeReply, is_runtime
 from ..safetext import URL_USERINFO, mask_url_credentials
 
 __all__ = [
-    "Answerer",
     "EnvPolicy",
-    "ReplyCheck",
-    "Runtime",
-    "RuntimeReply",
     "current_env",
-    "is_runtime",
     "redact",
     "remember_secrets",
     "secret_values",
