@@ -1,10 +1,16 @@
-"""The first run on a fresh machine, with the real pinned claude, codex and gemini.
+"""The first run on a fresh machine, with the real pinned CLIs.
 
 With an empty HOME and no credentials, none of them can answer: the council must not wait
 on them. It ends at once with a logged-out reason and the fix for each, and ``doctor`` says
 the same. With credentials configured the way the rest of tests/e2e configures them, all
 three are ready and the council answers through all three. Only these three CLIs are on
 PATH, so what is measured is theirs; nothing leaves 127.0.0.1.
+
+The logged-out newcomer (tests/e2e/newcomer.py) has every pinned CLI, the wrappers
+(opencode, aider, cline) included: seated, they would retry against their providers or wait
+at a browser sign-in for minutes. It is held here to a wide bound; bench/first_run.py
+measures it against its 10 s target. The wrappers' checks are also held to what the real
+CLIs write when a user does set them up (``cline auth``, opencode's and aider's config).
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.clis import CLI_NAMES, INSTALL_HINT, cli_environment, node_bin_dir
+from tests.e2e import newcomer
+from tests.e2e.clis import CLI_NAMES, INSTALL_HINT, STUB_KEY, cli_environment, node_bin_dir
 from tests.e2e.clis import real_clis_installed as installed
 from tests.e2e.model_server import ANTHROPIC, GEMINI, OPENAI_RESPONSES, ModelServer
+from tests.e2e.openai_clis import add_openai_clis
 from tests.helpers import PLAN, QUESTION, ROLLBACK, answer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -156,3 +164,81 @@ def test_with_credentials_all_three_are_ready_and_the_council_runs(
     assert sorted(result["runtime_report"]["used"]) == sorted(FIXES)
     assert result["decorrelation"] == "MULTI_FAMILY"
     assert not any("not seated" in n for n in result["notes"])
+
+
+# ------------------------------------------------------------- every pinned CLI, wrappers too
+
+# Far above the 10 s bench/first_run.py holds it to, far below the minutes a seated wrapper
+# costs (cline 78 s, opencode 87 s, aider its whole timeout).
+NEWCOMER_BOUND_S = 30
+
+
+@pytest.fixture
+def every(tmp_path: Path) -> Path:
+    if not newcomer.installed():
+        pytest.fail(f"pinned CLIs not all installed: {newcomer.INSTALL_HINT}", pytrace=False)
+    return newcomer.every_cli(tmp_path / "every")
+
+
+def test_the_logged_out_newcomer_with_every_cli_ends_in_seconds_with_a_fix_each(
+    tmp_path: Path, every: Path
+) -> None:
+    env = newcomer.environment(tmp_path, every)
+    cwd = newcomer.workdir(tmp_path)
+    ran, elapsed = newcomer.convene(cwd, env, "--timeout", "180", "--id", "newcomer")
+    assert ran.returncode == 1, f"{ran.stdout}\n{ran.stderr}"
+    assert elapsed < NEWCOMER_BOUND_S, f"took {elapsed:.1f}s\n{ran.stderr}"
+    assert newcomer.missing_fixes(ran.stderr) == [], ran.stderr
+    result: dict[str, Any] = json.loads(
+        (cwd / ".rune" / "council" / "run-newcomer.json").read_text(encoding="utf-8")
+    )
+    detected = {d["runtime"]: d for d in result["runtime_report"]["detected"]}
+    assert {n: detected[n]["auth"] for n in newcomer.FIXES} == dict.fromkeys(
+        newcomer.FIXES, "logged-out"
+    )
+    assert {n: detected[n]["auth_fix"] for n in newcomer.FIXES} == newcomer.FIXES
+    assert result["runtime_report"]["used"] == []
+    asked = [a["runtime"] for v in result["voices"] for a in v["attempts"]]
+    assert not set(asked) & set(newcomer.FIXES), asked
+    # The real CLIs' own files were only read: none of the wrappers wrote its state.
+    home = Path(env["HOME"])
+    assert not (home / ".cline").exists() and not (home / ".local" / "share" / "opencode").exists()
+
+
+def test_doctor_gives_the_newcomer_one_step_per_cli(tmp_path: Path, every: Path) -> None:
+    env = newcomer.environment(tmp_path, every)
+    ran, _ = rune(newcomer.workdir(tmp_path), env, "doctor", "--json")
+    assert ran.returncode == 1, ran.stderr
+    doc = json.loads(ran.stdout)
+    rows = {r["name"]: r for r in doc["runtimes"]}
+    for name, fix in newcomer.FIXES.items():
+        assert rows[name]["found"] is True and rows[name]["version"], rows[name]
+        assert (rows[name]["auth"], rows[name]["fix"]) == ("logged-out", fix)
+    assert doc["fixes"] == list(dict.fromkeys(newcomer.FIXES.values()))
+
+
+def test_wrappers_set_up_the_way_a_user_does_are_ready(
+    tmp_path: Path, every: Path, server: ModelServer
+) -> None:
+    env = cli_environment(tmp_path, server)
+    add_openai_clis(env, server)
+    env["PATH"] = os.pathsep.join([str(every), "/usr/local/bin", "/usr/bin", "/bin"])
+    env["PYTHONPATH"] = str(REPO)
+    # cline's own command saves the provider, its key and its model where cline reads them.
+    seeded = subprocess.run(
+        [str(every / "cline"), "auth", "-p", "openai", "-k", STUB_KEY, "-m", "stub-model",
+         "-b", f"{server.base_url}/v1"],
+        env={**env, "CLINE_SESSION_BACKEND_MODE": "local", "CLINE_NO_AUTO_UPDATE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert seeded.returncode == 0, seeded.stdout + seeded.stderr
+    ran, _ = rune(work(tmp_path), env, "doctor", "--json")
+    rows = {r["name"]: r for r in json.loads(ran.stdout)["runtimes"]}
+    for name in ("opencode", "aider", "cline"):
+        assert rows[name]["auth"] == "ready", rows[name]
+    # The key cline saved is a credential: it is read for its presence, never recorded.
+    runtimes = (work(tmp_path) / ".rune" / "runtimes.json").read_text(encoding="utf-8")
+    assert STUB_KEY not in runtimes
