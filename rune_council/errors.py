@@ -46,6 +46,11 @@ class HostInstallError(CouncilError):
     parsed to edit it."""
 
 
+class GateFailed(CouncilError):
+    """``rune council review --fail-on``: the council's findings on the change fail the gate
+    the caller chose (a finding agreed at MUST, or one that needs a person's decision)."""
+
+
 class EndpointCallError(CouncilError):
     """A call to an HTTP endpoint model failed; ``kind`` says how (timeout, http_status, ...)."""
 
@@ -89,6 +94,7 @@ class ExitCode(IntEnum):
     OK = 0
     NO_VERDICT = 1  # the command ran, but nothing usable came of it (no valid voice, a mismatch)
     BAD_INPUT = 2  # usage: a malformed request, option, config file or a path that is wrong
+    GATE_FAILED = 3  # review --fail-on: the findings on the change fail the chosen gate
     UNAVAILABLE = 69  # EX_UNAVAILABLE: a service the command needed refused it
     INTERNAL = 70  # EX_SOFTWARE: a bug; the message names the exception
     IO_ERROR = 74  # EX_IOERR: the disk failed a read or write
@@ -104,6 +110,7 @@ EXIT_CODES: dict[type[BaseException], ExitCode] = {
     RuntimeConfigError: ExitCode.BAD_INPUT,
     StorageError: ExitCode.IO_ERROR,
     EndpointCallError: ExitCode.UNAVAILABLE,
+    GateFailed: ExitCode.GATE_FAILED,
     CouncilError: ExitCode.BAD_INPUT,
     KeyboardInterrupt: ExitCode.CANCELLED,
     OSError: ExitCode.IO_ERROR,

@@ -58,6 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "discovery",
             "endpoints",
             "hosts",  # `rune council install`: files and config entries in agent hosts
+            "review.diff",  # a change read through git itself, or a unified diff, as data
         ),
     ),
     ("stages", ("stages",)),
@@ -70,9 +71,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "verify",  # re-runs the council's own judging on a run file
             "render",  # the text form of a result, shared by every door
             "demo",  # the simulated voices of ``rune council demo``
+            "review",  # a change as one located artifact; its findings, formats and CI gate
         ),
     ),
-    ("doors", ("cli", "mcp_server", "serve", "batch", "testing")),
+    ("doors", ("cli", "mcp_server", "serve", "batch", "testing", "review.action")),
     # ``rune_council/__init__.py`` (names loaded on first use) and the pytest entry point that
     # hands callers the testing kit's fixture.
     ("public face", ("", "pytest_plugin")),

@@ -21,6 +21,7 @@ from . import (
     endpoint_cmds,  # noqa: F401
     install_cmd,  # noqa: F401
     mcp_cmd,  # noqa: F401
+    review_cmd,  # noqa: F401
     runs_cmds,  # noqa: F401
     serve_cmd,  # noqa: F401
     stats_cmd,  # noqa: F401

@@ -62,6 +62,9 @@ class CouncilOptions:
     ``limits`` bounds the calls in flight per runtime across every council given the same
     ``Limits`` (a batch shares one) and carries the endpoints' shared 429 backoff; None
     leaves a lone council unbounded.
+
+    ``notes`` are what the door wants the run file to say from its first write (what a
+    review left out of an over-long diff, say), before the council's own notes.
     """
 
     runtimes: Sequence[Runtime] | None = None
@@ -81,3 +84,4 @@ class CouncilOptions:
     config: CouncilConfig | None = None
     template: str | None = None
     limits: Limits | None = None
+    notes: Sequence[str] = ()

@@ -160,7 +160,7 @@ def _skeleton(
         voices_requested=plan.n_effective,
         voices=plan.voices,
         runtime_report=seats.report,
-        notes=list(plan.notes) + seats.notes,
+        notes=[*options.notes, *plan.notes, *seats.notes],
         request=req,
         artifact_text=artifact.text,
         orchestrator=Orchestrator(

@@ -18,6 +18,7 @@ from rapidfuzz import fuzz
 
 from ..contract import Claim, ClaimCluster, MatchedBy, Verified, Voice
 from ..text import content_words, negated, normalise, polarity_differs, strip_negations
+from .places import Places
 from .point import same_point
 
 VERIFIER = "council.mechanical"
@@ -78,12 +79,17 @@ def _target_name(name: str, artifact_name: str | None) -> str:
     return base
 
 
-def parse_ref(ref: str, artifact_name: str | None) -> Ref:
+def parse_ref(ref: str, artifact_name: str | None, places: Places | None = None) -> Ref:
+    """``places``: an artifact that says each line's place (a diff), where ``path:LINE``
+    is the artifact line carrying that place."""
     text = ref.strip()
     m = _LINE_REF.match(text)
     if m:
         start = int(m.group("start"))
         end = int(m.group("end")) if m.group("end") else None
+        found = places.find(m.group("file"), start, end) if places is not None else None
+        if found is not None:
+            return Ref("@artifact", *found)
         return Ref(_target_name(m.group("file"), artifact_name), start, end)
     if text.lower().startswith("line "):
         rest = text[5:].strip()
@@ -130,8 +136,14 @@ def check_quote(ref: Ref, quote: str | None, lines: list[str]) -> tuple[Verified
     return "true", f"quote found in {where}"
 
 
-def check_anchor(anchor: str, artifact_name: str | None, text: str, lines: list[str]) -> Verified:
-    ref = parse_ref(anchor, artifact_name)
+def check_anchor(
+    anchor: str,
+    artifact_name: str | None,
+    text: str,
+    lines: list[str],
+    places: Places | None = None,
+) -> Verified:
+    ref = parse_ref(anchor, artifact_name, places)
     if ref.start is not None:
         if ref.target != "@artifact":
             return "unchecked"
@@ -144,6 +156,7 @@ def check_anchor(anchor: str, artifact_name: str | None, text: str, lines: list[
 
 def verify_claims(voices: list[Voice], artifact_name: str | None, artifact: str | None) -> None:
     lines = artifact.splitlines() if artifact is not None else []
+    places = Places.of(lines)
     for voice in voices:
         for claim in voice.claims:
             for ev in claim.evidence:
@@ -152,15 +165,17 @@ def verify_claims(voices: list[Voice], artifact_name: str | None, artifact: str 
                     ev.verified_by = None
                     continue
                 ev.verified, ev.detail = check_quote(
-                    parse_ref(ev.ref, artifact_name), ev.quote, lines
+                    parse_ref(ev.ref, artifact_name, places), ev.quote, lines
                 )
                 ev.verified_by = VERIFIER if ev.verified != "unchecked" else None
             if claim.anchor and artifact is not None:
-                claim.anchor_verified = check_anchor(claim.anchor, artifact_name, artifact, lines)
+                claim.anchor_verified = check_anchor(
+                    claim.anchor, artifact_name, artifact, lines, places
+                )
 
 
-def _anchor_key(anchor: str, artifact_name: str | None) -> str:
-    ref = parse_ref(anchor, artifact_name)
+def _anchor_key(anchor: str, artifact_name: str | None, places: Places | None) -> str:
+    ref = parse_ref(anchor, artifact_name, places)
     if ref.start is not None:
         return f"{ref.target}:{ref.start}" + (f"-{ref.end}" if ref.end else "")
     return normalise(anchor)
@@ -187,10 +202,10 @@ class _Place:
     text: str
 
 
-def _claim_refs(claim: Claim, artifact_name: str | None) -> list[Ref]:
-    refs = [parse_ref(e.ref, artifact_name) for e in claim.evidence]
+def _claim_refs(claim: Claim, artifact_name: str | None, places: Places | None) -> list[Ref]:
+    refs = [parse_ref(e.ref, artifact_name, places) for e in claim.evidence]
     if claim.anchor and claim.anchor.strip():
-        refs.append(parse_ref(claim.anchor, artifact_name))
+        refs.append(parse_ref(claim.anchor, artifact_name, places))
     return refs
 
 
@@ -200,16 +215,19 @@ def _lines_at(ref: Ref, lines: list[str]) -> str:
     return " ".join(lines[max(0, ref.start - 1) : min(len(lines), ref.end or ref.start)])
 
 
-def _shared_place(a: Claim, b: Claim, artifact_name: str | None, lines: list[str]) -> _Place | None:
+def _shared_place(
+    a: Claim, b: Claim, artifact_name: str | None, lines: list[str], places: Places | None
+) -> _Place | None:
     """The place both claims cite, if any: an anchor first, else an evidence ref."""
     where = [q for c in (a, b) for q in [c.anchor or ""] + [e.quote or "" for e in c.evidence]]
     if a.anchor and b.anchor:
-        ka, kb = _anchor_key(a.anchor, artifact_name), _anchor_key(b.anchor, artifact_name)
+        ka = _anchor_key(a.anchor, artifact_name, places)
+        kb = _anchor_key(b.anchor, artifact_name, places)
         if ka == kb:
-            ref = parse_ref(a.anchor, artifact_name)
+            ref = parse_ref(a.anchor, artifact_name, places)
             return _Place("anchor", ka, " ".join([_lines_at(ref, lines), *where]))
-    for ra in _claim_refs(a, artifact_name):
-        for rb in _claim_refs(b, artifact_name):
+    for ra in _claim_refs(a, artifact_name, places):
+        for rb in _claim_refs(b, artifact_name, places):
             if ra.overlaps(rb):
                 key = ra.target + (f":{ra.start}" if ra.start is not None else "")
                 return _Place("arbiter", key, " ".join([_lines_at(ra, lines), *where]))
@@ -230,13 +248,14 @@ def cluster_claims(
     claims: list[Claim] = [c for v in voices for c in v.claims]
     family = {v.id: v.model_family for v in voices}
     lines = artifact.splitlines() if artifact is not None else []
+    places = Places.of(lines)
     order = {c.id: k for k, c in enumerate(claims)}
 
     links: dict[frozenset[str], MatchedBy] = {}
     for a, b in combinations(claims, 2):
         if a.voice_id == b.voice_id:
             continue
-        place = _shared_place(a, b, artifact_name, lines)
+        place = _shared_place(a, b, artifact_name, lines, places)
         if place is None:
             continue
         point = same_point(a.text, b.text, place.text)
