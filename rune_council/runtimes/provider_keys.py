@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from .auth import Looked
 
 # Providers that serve from the user's own machine and need no key.
 LOCAL_PROVIDERS = frozenset(
-    {"ollama", "ollama_chat", "lmstudio", "lm_studio", "llama.cpp", "llamacpp", "llamafile",
-     "hosted_vllm", "vllm", "local"}
-)  # fmt: skip
+    {"ollama", "ollama_chat", "lmstudio", "lm_studio", "llamafile", "hosted_vllm"}
+)
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 _DOTENV_LINE = re.compile(
     r"""^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^#\s]*))"""
@@ -46,6 +46,15 @@ def is_local_url(url: object) -> bool:
     except ValueError:
         return False
     return host in _LOCAL_HOSTS or host.endswith(".localhost") or host.startswith("127.")
+
+
+def user_path(text: str) -> Path:
+    """A path as a CLI reads it from a variable, ``~`` expanded; left as given when it names
+    no user this machine knows (a bad value must not stop DETECT)."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        return Path(text)
 
 
 def dotenv_names(text: str | None) -> set[str]:

@@ -23,7 +23,14 @@ from ..backend_family import BackendReading, home, reading, run_dir_ancestors
 from ..base import EnvPolicy
 from ..cli_adapter import PROVIDER_KEY_NAMES, CliAdapter
 from ..parsers import Parsed, tail
-from ..provider_keys import LOCAL_PROVIDERS, dotenv_names, key_fix, key_found, missing_words
+from ..provider_keys import (
+    LOCAL_PROVIDERS,
+    dotenv_names,
+    key_fix,
+    key_found,
+    missing_words,
+    user_path,
+)
 
 # aider has no JSON mode. Its start-up banner is a handful of known lines, the answer
 # follows, and a "Tokens: ..." line closes a turn that reached the model.
@@ -74,7 +81,7 @@ def _dotenv_files(looked: Looked) -> list[Path]:
         where.append(root)
     files = [where[0] / ".aider" / "oauth-keys.env", *(d / ".env" for d in where)]
     if (named := looked.value("AIDER_ENV_FILE")) is not None:
-        files.append(Path(named).expanduser())
+        files.append(user_path(named))
     return files
 
 
