@@ -59,9 +59,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "endpoints",
             "hosts",  # `rune council install`: files and config entries in agent hosts
             "review.diff",  # a change read through git itself, or a unified diff, as data
+            "evaluation.humaneval",  # seeded-flaw items, each checked by running its tests
         ),
     ),
-    ("stages", ("stages",)),
+    ("stages", ("stages", "evaluation")),  # evaluation: an eval's scoring and statistics, pure
     ("deliberation", ("deliberation",)),
     (
         "council",
