@@ -66,8 +66,12 @@ AttemptOutcome = Literal[
 # answer's JSON Schema, any JSON object, or none.
 ResponseFormatKind = Literal["json_schema", "json_object", "none"]
 # ``queued`` (2.2): accepted by a server that runs a bounded number of councils at once and
-# has not started this one yet; the file holds the request and no voices.
-RunStatus = Literal["queued", "running", "complete", "cancelled", "failed"]
+# has not started this one yet; the file holds the request and no voices. ``no_verdict``
+# (2.7): the council ran to its end but no voice's answer counted, so there is no verdict;
+# ``complete`` is kept for a run that has one.
+RunStatus = Literal["queued", "running", "complete", "no_verdict", "cancelled", "failed"]
+# The statuses a run ends with: its council writes it no more.
+ENDED_STATUSES: frozenset[RunStatus] = frozenset({"complete", "no_verdict", "cancelled", "failed"})
 SlotOutcome = Literal["held", "framing-sensitive", "no-counterclaims", "countered", "not-evaluable"]
 DissentLabel = Literal[
     "disagreement",
@@ -1066,7 +1070,12 @@ class CouncilResult(_Strict):
     id: str
     question: str
     mode: Mode
-    status: RunStatus = "running"
+    status: RunStatus = Field(
+        default="running",
+        description="complete: ended with a verdict; no_verdict (2.7): ended with no voice "
+        "whose answer counted, so nothing was decided (exit 1); cancelled, failed: ended "
+        "early; queued, running: not ended.",
+    )
     decorrelation: Decorrelation | None = Field(
         default=None,
         description="Set by ARBITRATE; null while running or when the run ended before it.",
@@ -1107,6 +1116,18 @@ class CouncilResult(_Strict):
     prompt_cost: PromptCost | None = Field(
         default=None, description="2.4: the size of every prompt sent, by stage and runtime."
     )
+
+    def ended_status(self) -> RunStatus:
+        """The status a council that ran to its end is given: ``complete`` only when at
+        least one voice's answer counted (2.7)."""
+        return "complete" if self.voices_valid > 0 else "no_verdict"
+
+    def shown_status(self) -> RunStatus:
+        """The status every reader tells: a file written before 2.7 called a council that
+        no voice answered ``complete``; it is read as ``no_verdict``."""
+        if self.status == "complete" and self.voices_valid == 0:
+            return "no_verdict"
+        return self.status
 
     def stamp_label(self) -> str | None:
         """The stamp as every door shows it: partial councils say so beside it."""

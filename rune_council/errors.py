@@ -118,6 +118,22 @@ EXIT_CODES: dict[type[BaseException], ExitCode] = {
 }
 
 
+# How a run's status ends the command that ran or followed it; ``abandoned`` is the status a
+# reader shows for a run whose orchestrator died.
+RUN_STATUS_EXIT_CODES: dict[str, ExitCode] = {
+    "complete": ExitCode.OK,
+    "no_verdict": ExitCode.NO_VERDICT,
+    "cancelled": ExitCode.CANCELLED,
+    "failed": ExitCode.INTERNAL,
+    "abandoned": ExitCode.ABANDONED,
+}
+
+
+def exit_code_for_status(status: str) -> ExitCode:
+    """The code for a run that ended with ``status`` (OK for one still under way)."""
+    return RUN_STATUS_EXIT_CODES.get(status, ExitCode.OK)
+
+
 def exit_code_for(exc: BaseException) -> ExitCode:
     for cls in type(exc).__mro__:
         if cls in EXIT_CODES:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from .contract import CouncilResult
+from .contract import ENDED_STATUSES, CouncilResult
 from .files import atomic_write_bytes
 from .redaction import Redactor, redact_model
 from .runtimes.base import secrets_in_play
@@ -22,7 +22,7 @@ from .safetext import mask_url_credentials
 # survive a crash; so must the first version (a file that exists is a run that started).
 # Every other one is superseded within seconds and skips the fsync, which costs more than
 # all the rest of a rewrite.
-FINAL_STATUSES = frozenset({"complete", "cancelled", "failed"})
+FINAL_STATUSES: frozenset[str] = ENDED_STATUSES
 
 
 # One redactor for the secrets in play, replaced when they change: it remembers which

@@ -11,7 +11,11 @@ from .safetext import one_line, plain
 
 def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> str:
     """``status``: (status, why) to show instead of the file's own, e.g. abandoned."""
-    shown, why = status or (result.status, "")
+    from .runs import NO_VERDICT_WHY
+
+    shown, why = status or (result.shown_status(), "")
+    if shown == "no_verdict":
+        why = why or NO_VERDICT_WHY
     dropped = len(result.voices_dropped)
     detected = sorted(
         {d.model_family for d in result.runtime_report.detected if d.status == "available"}
@@ -19,6 +23,8 @@ def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> s
     used = result.runtime_report.used
     degraded = len(result.runtime_report.degraded_to_subagent)
     stamp = result.stamp_label() or f"(none: run {shown})"
+    if shown == "no_verdict":
+        stamp += " (no verdict)"
     lines = [
         f"## Council Result: {result.id}",
         f"- **Decorrelation**: {stamp}"

@@ -38,6 +38,8 @@ REMOTE_STALE_AFTER_S = 30.0
 LOCAL_STALL_WARN_S = 20.0
 # Statuses of a run that has not ended; its writer's liveness still matters.
 UNFINISHED = ("queued", "running")
+# What a reader is told beside ``no_verdict``.
+NO_VERDICT_WHY = "no voice produced a usable answer, so nothing was decided"
 # Slack between a process starting and it writing ``started_at``; a pid whose process began
 # later than that has been reused by something else.
 PID_REUSE_SLACK_S = 2.0
@@ -255,7 +257,10 @@ def displayed_status(result: CouncilResult, *, host: str | None = None) -> tuple
         live = liveness(result, host=host)
         if live.state == "gone":
             return "abandoned", f"{live.detail}; the run will never finish"
-    return result.status, ""
+    status = result.shown_status()
+    if status == "no_verdict":
+        return status, NO_VERDICT_WHY
+    return status, ""
 
 
 def summarise(path: Path, *, host: str | None = None) -> RunSummary:

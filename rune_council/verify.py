@@ -120,7 +120,7 @@ def _rewind(voice: Voice) -> None:
 
 def recompute(recorded: CouncilResult) -> CouncilResult:
     """A copy of ``recorded`` whose verdict is computed afresh from its raw answers."""
-    if recorded.status != "complete":
+    if recorded.status not in ("complete", "no_verdict"):
         raise RunFileError(
             f"run {recorded.id} is {recorded.status}: only a completed run has a verdict to verify"
         )
@@ -131,6 +131,7 @@ def recompute(recorded: CouncilResult) -> CouncilResult:
     # Notes also hold allocation remarks made before dispatch; only ARBITRATE's are ours.
     fresh.notes = reach_verdict(fresh, artifact_name_of(request))
     settle_decision(fresh)
+    fresh.status = fresh.ended_status()
     if recorded.verdict is not None:
         fresh.verdict = verdict_metadata(fresh)
     return fresh
@@ -175,6 +176,9 @@ def verify(recorded: CouncilResult) -> Verification:
     for name in RESULT_FIELDS:
         outcome.checked.append(name)
         outcome.differences += diff(name, before[name], after[name])
+    # Compared as read: a file before 2.7 called a council no voice answered complete.
+    outcome.checked.append("status")
+    outcome.differences += diff("status", recorded.shown_status(), fresh.status)
     for name in REPORT_FIELDS:
         outcome.checked.append(f"runtime_report.{name}")
         outcome.differences += diff(

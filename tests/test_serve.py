@@ -201,7 +201,7 @@ def test_without_the_operators_consent_no_external_cli_is_used(tmp_path: Path) -
     install_voices(tmp_path / "bin")
     with serving(tmp_path) as server:  # no --yes, nothing in the environment or config
         assert server.post(ask("noconsent")).status_code == 202
-        doc = server.wait_status("noconsent", {"complete", "failed"})
+        doc = server.wait_status("noconsent", {"complete", "no_verdict", "failed"})
         assert "not granted" in (doc["runtime_report"]["consent"] or "")
         assert not any(
             v["source"] == "external-cli" and v["status"] == "complete" for v in doc["voices"]

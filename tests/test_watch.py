@@ -225,7 +225,7 @@ def test_a_run_that_gathered_nothing_exits_1(tmp_path: Path) -> None:
     assert finish(council)[0] == 1
     code, out, _ = finish(start(tmp_path, "watch", "empty"))
     assert code == 1
-    assert "run empty complete: NO_DECORRELATION, 0/2 valid, 2 dropped (exit 1)" in out
+    assert "run empty no_verdict: NO_DECORRELATION, 0/2 valid, 2 dropped (exit 1)" in out
 
 
 def test_a_finished_run_prints_its_history_and_exits_at_once(tmp_path: Path) -> None:

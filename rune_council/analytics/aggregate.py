@@ -4,7 +4,9 @@ Definitions, so every figure can be worked out by hand from the run files:
 
 - A run counts for the rates once it is ``complete``. Consensus rate: complete runs with
   at least one consensus claim. Needs-decision rate: complete runs flagged
-  ``needs_decision``. Weeks are ISO weeks of the run's start, in UTC.
+  ``needs_decision``. A council no voice answered (``no_verdict``, however old its file)
+  decided nothing: it is counted apart and left out of every rate and family figure.
+  Weeks are ISO weeks of the run's start, in UTC.
 - Agreement of two families: of the complete runs where both answered (both in the run's
   ``distinct_families``), the share where they share at least one consensus claim.
   Dissent of two families: of the same runs, the share where they took opposite sides (one
@@ -41,6 +43,9 @@ class Week(BaseModel):
     week: str = Field(description="ISO week of the runs' start, e.g. 2026-W48")
     runs: int
     complete: int
+    no_verdict: int = Field(
+        default=0, description="Runs no voice answered: no verdict, in no rate."
+    )
     consensus: int = Field(description="Complete runs with at least one consensus claim.")
     consensus_rate: float | None
     needs_decision: int
@@ -101,6 +106,9 @@ class Totals(BaseModel):
     runs: int
     by_status: dict[str, int]
     complete: int
+    no_verdict: int = Field(
+        default=0, description="Runs no voice answered: no verdict, in no rate."
+    )
     consensus: int
     consensus_rate: float | None
     needs_decision: int
@@ -176,6 +184,7 @@ def _totals(runs: list[RunDigest]) -> Totals:
         runs=len(runs),
         by_status=dict(sorted(Counter(r.status for r in runs).items())),
         complete=len(done),
+        no_verdict=sum(1 for r in runs if r.status == "no_verdict"),
         consensus=consensus,
         consensus_rate=rate(consensus, len(done)),
         needs_decision=needs,
@@ -196,6 +205,7 @@ def _weeks(runs: list[RunDigest]) -> list[Week]:
                 week=label,
                 runs=t.runs,
                 complete=t.complete,
+                no_verdict=t.no_verdict,
                 consensus=t.consensus,
                 consensus_rate=t.consensus_rate,
                 needs_decision=t.needs_decision,

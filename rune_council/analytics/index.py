@@ -33,7 +33,7 @@ from .digest import RunDigest, digest
 
 INDEX_NAME = "stats-index.json"
 # Bumped whenever a digest's meaning changes, so an old index is rebuilt, never misread.
-INDEX_VERSION = 2
+INDEX_VERSION = 3  # 3: a council no voice answered is no_verdict, even in an old file
 # Far above an index of 100,000 runs; an index bigger than this is not ours.
 MAX_INDEX_BYTES = 512_000_000
 # A file modified this recently may be rewritten again within the file system's timestamp

@@ -45,27 +45,38 @@ def tables(stats: Stats) -> list[Table]:
     out = [
         Table(
             "Runs",
-            ["runs", "complete", "consensus rate", "needs-decision rate", "stamps", "statuses"],
+            [
+                "runs",
+                "complete",
+                "no verdict",
+                "consensus rate",
+                "needs-decision rate",
+                "stamps",
+                "statuses",
+            ],
             [
                 [
                     str(t.runs),
                     str(t.complete),
+                    str(t.no_verdict),
                     f"{pct(t.consensus_rate)} ({t.consensus}/{t.complete})",
                     f"{pct(t.needs_decision_rate)} ({t.needs_decision}/{t.complete})",
                     _counts(t.stamps),
                     _counts(t.by_status),
                 ]
             ],
-            "Rates are over complete runs; consensus: at least one verified cross-family claim.",
+            "Rates are over complete runs; consensus: at least one verified cross-family claim. "
+            "No verdict: no voice answered; in no rate.",
         ),
         Table(
             "Per week",
-            ["week", "runs", "complete", "consensus", "needs decision", "stamps"],
+            ["week", "runs", "complete", "no verdict", "consensus", "needs decision", "stamps"],
             [
                 [
                     w.week,
                     str(w.runs),
                     str(w.complete),
+                    str(w.no_verdict),
                     f"{pct(w.consensus_rate)} ({w.consensus})",
                     f"{pct(w.needs_decision_rate)} ({w.needs_decision})",
                     _counts(w.stamps),

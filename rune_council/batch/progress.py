@@ -151,7 +151,8 @@ class Bar(Pace):
             return
         rate = self.per_minute
         status = (
-            f"{self.done}/{self.total} done · {self.running} running · {self.failed} failed · "
+            f"{self.done}/{self.total} done · {self.running} running · "
+            f"{self.failed} not complete · "
             f"{'-' if rate is None else f'{rate:.1f}'}/min · ETA {_duration(self.eta_s)}"
         )
         self._progress.update(self._task, completed=self.done, status=status)

@@ -29,8 +29,9 @@ from ..errors import RunFileError, file_error
 from ..runs import seconds_between
 from ..safefile import is_symlink, read_capped
 
-Status = Literal["complete", "failed", "cancelled", "busy", "invalid"]
-# complete: the council finished (now or in an earlier run that still verifies)
+Status = Literal["complete", "no_verdict", "failed", "cancelled", "busy", "invalid"]
+# complete: the council finished with a verdict (now or in an earlier run that still verifies)
+# no_verdict: it ran to its end, but no voice's answer counted: nothing was decided
 # failed: it raised, or an earlier run failed and --retry-failed was not given
 # cancelled: the batch was stopped while it ran; the next run picks it up
 # busy: another council holds its run id right now; left alone
@@ -77,15 +78,12 @@ class Row:
 
 def row_for(result: CouncilResult, line: int, run_file: Path, *, resumed: bool = False) -> Row:
     """The row for a council that ran to an end (any end) and wrote ``run_file``."""
-    status: Status
-    if result.status == "complete":
-        status = "complete"
-    elif result.status == "cancelled":
-        status = "cancelled"
-    else:
-        status = "failed"
+    shown = result.shown_status()
+    status: Status = shown if shown in ("complete", "no_verdict", "cancelled") else "failed"
     error = None
-    if status != "complete":
+    if status == "no_verdict":
+        error = "no voice produced a usable answer; the run file's notes say why"
+    elif status != "complete":
         error = result.notes[-1] if result.notes else f"the run ended {result.status}"
     return Row(
         id=result.id,

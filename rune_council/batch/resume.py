@@ -68,7 +68,7 @@ def decide(
         recorded = load(path)
     except RunFileError as exc:
         return Decision(failed, _failed_row(run_id, line, path, str(exc)))
-    if recorded.status == "complete":
+    if recorded.shown_status() == "complete":
         # Only what the item asks is compared: a template may have filled the rest.
         asked = parse_request(request).model_dump(mode="json", exclude_unset=True)
         if not _within(asked, _as_asked(recorded)):
@@ -81,7 +81,8 @@ def decide(
             failed,
             _failed_row(run_id, line, path, f"the run file does not verify: {first.field} differs"),
         )
-    if recorded.status == "failed":
+    if recorded.shown_status() in ("failed", "no_verdict"):
+        # Nothing came of it either way; --retry-failed runs it again.
         return Decision(failed, row_for(recorded, line, path, resumed=True))
     if recorded.status == "cancelled":
         return Decision("rerun", why="cancelled before it finished")

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..safetext import plain
 from .results import PROBLEMS_SHOWN, Tally
 
-ORDER = ("complete", "failed", "cancelled", "busy", "invalid")
+ORDER = ("complete", "no_verdict", "failed", "cancelled", "busy", "invalid")
 
 
 def render_summary(tally: Tally, results: Path, *, stopped: bool = False) -> str:

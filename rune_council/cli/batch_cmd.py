@@ -64,7 +64,8 @@ def batch_command(
         int, typer.Option("--concurrency", "-c", min=1, max=256, help="Councils running at once.")
     ] = 4,
     retry_failed: Annotated[
-        bool, typer.Option(help="Run again the items whose earlier run failed.")
+        bool,
+        typer.Option(help="Run again the items whose earlier run failed or gave no verdict."),
     ] = False,
     strict: Annotated[
         bool, typer.Option(help="Refuse to start if any line is bad (all are listed).")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import ExitCode, exit_code_for
+from ..errors import ExitCode, exit_code_for, exit_code_for_status
 from ..safetext import one_line
 from .app import council_app, echo, echo_json, fail
 
@@ -49,13 +49,7 @@ RuneDirOption = Annotated[
 
 def exit_code_of(result: CouncilResult) -> int:
     """The code ``rune council`` exited with (or would have) for this run's final state."""
-    if result.status == "cancelled":
-        return ExitCode.CANCELLED
-    if result.status == "failed":
-        return ExitCode.INTERNAL
-    if result.status == "complete" and result.voices_valid == 0:
-        return ExitCode.NO_VERDICT
-    return ExitCode.OK
+    return exit_code_for_status(result.shown_status())
 
 
 def _locate(ref: str, rune_dir: Path | None) -> Path:
@@ -127,7 +121,7 @@ def _summary(result: CouncilResult) -> str:
     dropped = len(result.voices_dropped)
     stamp = f"{result.stamp_label()}, " if result.decorrelation else ""
     return (
-        f"run {result.id} {result.status}: {stamp}{result.voices_valid}/"
+        f"run {result.id} {result.shown_status()}: {stamp}{result.voices_valid}/"
         f"{result.voices_requested} valid, {dropped} dropped"
     )
 
@@ -215,7 +209,7 @@ def watch_command(
                     {
                         "type": "finished",
                         "run": result.id,
-                        "status": result.status,
+                        "status": result.shown_status(),
                         "decorrelation": result.decorrelation,
                         "voices_valid": result.voices_valid,
                         "exit_code": code,
@@ -275,7 +269,7 @@ def _verification_line(result: CouncilResult) -> str | None:
     from ..errors import CouncilError
     from ..verify import verify
 
-    if result.status != "complete":
+    if result.status not in ("complete", "no_verdict"):
         return None
     try:
         outcome = verify(result)
@@ -312,9 +306,9 @@ def _duration(seconds: float | None) -> str:
 @council_app.command(
     "list",
     short_help="Recent runs with their status and stamp.",
-    help="Recent runs, newest first: id, status (running, complete, cancelled, failed, or "
-    "abandoned when its orchestrator is gone), decorrelation, valid/requested voices, "
-    "duration, question.",
+    help="Recent runs, newest first: id, status (running, complete, no_verdict when no "
+    "voice's answer counted, cancelled, failed, or abandoned when its orchestrator is gone), "
+    "decorrelation, valid/requested voices, duration, question.",
 )
 def list_command(
     rune_dir: RuneDirOption = None,

@@ -84,7 +84,8 @@ class RunLog:
         from ..deliberation.metadata import verdict_metadata
 
         result = self.result
-        result.status = "complete"
+        # A council no voice answered has nothing to call complete.
+        result.status = result.ended_status()
         result.finished_at = now()
         result.verdict = verdict_metadata(result)
         self.emit("council.result", detail=f"{result.stamp_label()}, {result.voices_valid} valid")
