@@ -115,6 +115,11 @@ def test_a_branch_review_is_sarif_with_each_finding_at_its_line(tmp_path: Path) 
     assert doc_run["request"]["mode"] == "review"
     assert SHELL_LINE in doc_run["artifact_text"]
 
+    # verify reaches the same verdict from the raw answers: the places are the council's.
+    verified = rune(tmp_path, repo.path, "council", "verify", "r1")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "run r1: reproduced" in verified.stdout
+
     # sarif-tools reads the same places and levels back.
     from sarif import loader
 

@@ -31,7 +31,7 @@ def review_command(
     rev_range: Annotated[
         str | None,
         typer.Argument(
-            metavar="[REV_RANGE]",
+            metavar="REV_RANGE",
             help="BASE..HEAD, BASE...HEAD (from their merge base) or REV (the working tree "
             "against it); default: the working tree against HEAD.",
         ),
@@ -41,7 +41,9 @@ def review_command(
     ] = False,
     diff_file: Annotated[
         str | None,
-        typer.Option("--diff", help="Review a unified diff from FILE ('-': standard input)."),
+        typer.Option(
+            "--diff", metavar="FILE", help="Review a unified diff from FILE ('-': standard input)."
+        ),
     ] = None,
     output_format: Annotated[
         str,
@@ -55,7 +57,8 @@ def review_command(
         bool, typer.Option("--json", help="Print the CouncilResult as JSON instead.")
     ] = False,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the output to FILE.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the output to FILE."),
     ] = None,
     fail_on: Annotated[
         str,

@@ -135,10 +135,8 @@ def read_event(env: Mapping[str, str]) -> PullRequest:
 
 def _council_env(env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """The environment the council runs in: the runner's, without the action's inputs and
-    the GitHub token (no voice needs them), with each given key in its own variable."""
-    out = {
-        k: v for k, v in env.items() if not k.startswith("INPUT_") and k not in ("GITHUB_TOKEN",)
-    }
+    the runner's tokens (no voice needs them), with each given key in its own variable."""
+    out = _without_tokens(env)
     keyed: list[str] = []
     api_key = _input(env, "api_key")
     if api_key:
@@ -150,6 +148,16 @@ def _council_env(env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
             out[var] = value
             keyed.append(cli)
     return out, keyed
+
+
+def _without_tokens(env: Mapping[str, str]) -> dict[str, str]:
+    # ACTIONS_RUNTIME_TOKEN and ACTIONS_ID_TOKEN_REQUEST_* reach the cache, artifacts and
+    # OIDC; GITHUB_TOKEN the repository. The review needs none of them.
+    return {
+        k: v
+        for k, v in env.items()
+        if not k.startswith(("INPUT_", "ACTIONS_")) and k != "GITHUB_TOKEN"
+    }
 
 
 def _keys(env: Mapping[str, str]) -> dict[str, Any]:
@@ -344,7 +352,7 @@ def _run(env: dict[str, str]) -> int:
     _install_clis(env, keyed)
     workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
     _ensure_commits(workspace, pr)
-    diff = read_git(workspace, parse_range(f"{pr.base}...{pr.head}"), env=council_env)
+    diff = read_git(workspace, parse_range(f"{pr.base}...{pr.head}"), env=_without_tokens(env))
     diff.source = f"pull request #{pr.number} ({pr.base[:12]}...{pr.head[:12]})"
     rune_dir = workspace / ".rune"
     door = Door(
@@ -352,7 +360,7 @@ def _run(env: dict[str, str]) -> int:
         rune_dir=rune_dir,
         artifact_root=None,
         env=council_env,
-        spelling={k: k.replace("_", "-") for k in ("key_env", "subagent_cmd")},
+        spelling={"key_env": "api-key", "yes": "allow-external"},
     )
     if is_empty(diff):
         from .artifact import build_artifact
