@@ -2,8 +2,8 @@
 
 The library never prompts; it takes ``allow_external`` or the standing settings (see
 ``rune_council.consent``). The command line adds ``--yes`` and, when both stdin and stderr
-are a terminal and nothing has decided yet, one question naming the CLIs that would get the
-prompt. A yes is remembered for this project's rune dir.
+are a terminal and nothing has decided yet, one question naming every external CLI and
+endpoint that would get the prompt. A yes is remembered for this project's rune dir.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .app import echo
 
 if TYPE_CHECKING:
     from ..config import CouncilConfig
+    from ..council.options import CouncilOptions
     from ..paths import RuneDir
 
 
@@ -27,33 +28,43 @@ def _interactive() -> bool:
 
 
 def external_consent(
-    where: RuneDir, *, yes: bool, refresh: bool = False, config: CouncilConfig | None = None
+    where: RuneDir,
+    *,
+    yes: bool,
+    refresh: bool = False,
+    config: CouncilConfig | None = None,
+    options: CouncilOptions | None = None,
 ) -> bool | None:
-    """True/False when decided here; None leaves it to the environment and config files."""
+    """True/False when decided here; None leaves it to the environment and config files.
+
+    ``options``: the council about to run, so the question names the endpoints it would
+    use (``--endpoint`` included); without them, the configured ones."""
     if yes:
         return True
     if not _interactive():
         return None
     from ..config import load_config
     from ..consent import decide, remember
-    from ..discovery.assembly import assemble_clis
+    from ..council.options import CouncilOptions
+    from ..council.seating import external_recipients
 
     env = dict(os.environ)
     config = load_config(where, env) if config is None else config
     if decide(None, env, config, where) is not None:
         return None
-    found = asyncio.run(
-        assemble_clis(where, env=env, refresh=refresh, allow_external=True, config=config)
-    )
-    names = [r.name for r in found.runtimes]
+    if options is None:
+        options = CouncilOptions(rune_dir=where.root, refresh=refresh, config=config)
+    names = asyncio.run(external_recipients(options, where, env, config))
     if not names:
         return None
     echo(
-        f"rune council: this sends the question (and any artifact) to {', '.join(names)}, "
-        "which pass it to the model services they are configured for.",
+        f"rune council: this sends the question (and any artifact) to {', '.join(names)}; "
+        "a CLI passes it on to the model service it is configured for.",
         err=True,
     )
-    granted = typer.confirm("Allow external AI CLIs for this project?", default=False, err=True)
+    granted = typer.confirm(
+        "Allow external AI CLIs and endpoints for this project?", default=False, err=True
+    )
     if granted:
         remember(where, env)
     return granted

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import ExitCode
+from ..errors import ExitCode, exit_code_for_status
 from .app import council_app, council_errors, echo, echo_json
+
+if TYPE_CHECKING:
+    from ..contract import CouncilResult
 
 
 @council_app.command("run", help="Ask the council a question (the default command).")
@@ -204,7 +208,11 @@ def run_command(
         if prepared.consent_undecided:
             # Asked before the live view starts: a redrawn table would overwrite the question.
             allowed = external_consent(
-                where, yes=False, refresh=refresh, config=prepared.options.config
+                where,
+                yes=False,
+                refresh=refresh,
+                config=prepared.options.config,
+                options=prepared.options,
             )
             prepared = prepared.with_consent(allowed)
         # Live per-voice table on a terminal, plain lines otherwise, nothing with --json.
@@ -214,17 +222,34 @@ def run_command(
         echo_json(result.model_dump_json(indent=2))
     else:
         echo(render(result) + render_deliberation(result))
-    if result.voices_valid == 0:
-        if not as_json:
-            echo(
-                "rune council: no voice produced a usable answer; the Notes and "
-                "`rune council doctor` say why (--yes, --subagent-cmd or --endpoint add voices)",
-                err=True,
-            )
-            for entry in result.runtime_report.detected:
-                if entry.auth == "logged-out" and entry.auth_fix:
-                    echo(f"  {entry.runtime}: {entry.auth_fix}", err=True)
-        raise typer.Exit(ExitCode.NO_VERDICT)
+    code = exit_code_for_status(result.shown_status())
+    if code == ExitCode.NO_VERDICT and not as_json:
+        echo(f"rune council: {no_voice_hint(result, given)}", err=True)
+        for entry in result.runtime_report.detected:
+            if entry.auth == "logged-out" and entry.auth_fix:
+                echo(f"  {entry.runtime}: {entry.auth_fix}", err=True)
+    if code != ExitCode.OK:
+        raise typer.Exit(code)
+
+
+def no_voice_hint(result: CouncilResult, given: Mapping[str, Any]) -> str:
+    """What to try when no voice answered, naming only what was not already tried: a flag
+    the user gave (or consent already granted) is not suggested again."""
+    consented = (result.runtime_report.consent or "").startswith("granted")
+    adds = [
+        flag
+        for flag, tried in (
+            ("--yes", consented or bool(given.get("yes"))),
+            ("--subagent-cmd", "subagent_cmd" in given or "subagent_endpoint" in given),
+            ("--endpoint", "endpoints" in given),
+        )
+        if not tried
+    ]
+    more = f"; {', '.join(adds)} add voices" if adds else ""
+    return (
+        "no voice produced a usable answer, so there is no verdict (status no_verdict); "
+        f"the Notes above and `rune council doctor` say why{more}"
+    )
 
 
 @council_app.command("templates", help="List the named council setups and chains.")

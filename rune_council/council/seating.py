@@ -91,6 +91,30 @@ def _endpoint_setup(
     return setup
 
 
+async def external_recipients(
+    options: CouncilOptions, where: RuneDir, env: Mapping[str, str], config: CouncilConfig
+) -> list[str]:
+    """Who would be sent this council's prompts once consent is given: the external CLIs
+    found and every endpoint the run draws on. What a consent question must name; nothing
+    is sent to find out (endpoints are read from the setup, not asked)."""
+    from ..discovery.assembly import assemble_clis
+
+    names: list[str] = []
+    if options.runtimes is None:
+        found = await assemble_clis(
+            where, env=env, refresh=options.refresh, allow_external=True, config=config
+        )
+        names += [r.name for r in found.runtimes]
+    setup = _endpoint_setup(options, chosen_subagent(options, config), where, env, config)
+    if setup is not None:
+        specs = [*setup.endpoints, *([setup.subagent.endpoint] if setup.subagent else [])]
+        for spec in specs:
+            name = f"endpoint {spec.name} ({spec.base_url})"
+            if name not in names:
+                names.append(name)
+    return names
+
+
 def supplied(runtimes: Sequence[Runtime]) -> list[DetectedRuntime]:
     """Report entries for voices the caller brought itself."""
     return [
