@@ -509,7 +509,7 @@ def test_conflicting_or_bad_keys_are_one_clear_line_each(tmp_path: Path) -> None
         ({"question": "   "}, "question: question is blank"),
         ({"question": QUESTION, "id": "../escape"}, "id: run id '../escape' is not a safe file"),
         ({"question": QUESTION, "mode": "generate"}, "mode: NOT_IMPLEMENTED"),
-        ({"question": QUESTION, "deliberation": "poll"}, "deliberation: malformed"),
+        ({"question": QUESTION, "deliberation": "poll"}, "deliberation: must be one of rank,"),
         (
             {"question": QUESTION, "summon": ["claude@3"], "multi_round": {"max_rounds": 2}},
             "summon: summon 'claude' joins in round 3",

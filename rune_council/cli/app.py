@@ -12,6 +12,7 @@ every other way of writing to the terminal out of the command modules.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,13 +29,67 @@ def _asks_a_question(args: Sequence[str], commands: Collection[str]) -> bool:
     return bool(args) and args[0] not in commands and args[0] not in ("--help", "-h")
 
 
+# Typer parses with its own copy of click where it ships one.
+try:
+    from typer._click.exceptions import NoSuchOption as _NoSuchOption
+except ImportError:  # pragma: no cover - a Typer that uses click itself
+    from click.exceptions import NoSuchOption as _NoSuchOption  # type: ignore[assignment]
+
+# How alike an unknown option and a real one must be to be offered: a typo (--mdoe, --yse,
+# --artefact) is, a different word that shares a few letters (--bogus and --rounds) is not.
+CLOSE_MATCH = 0.66
+
+
+def close_options(given: str, options: Collection[str]) -> list[str]:
+    """The long options ``given`` is most likely a typo of, compared without their dashes
+    (which every option shares, and which would make any two look alike)."""
+    bare = {o.lstrip("-"): o for o in options if o.startswith("--")}
+    found = difflib.get_close_matches(given.lstrip("-"), bare, n=3, cutoff=CLOSE_MATCH)
+    return [bare[name] for name in found]
+
+
+def _with_close_matches(exc: _NoSuchOption) -> _NoSuchOption:
+    command = exc.ctx.command if exc.ctx is not None else None
+    options = [o for p in command.params for o in p.opts] if command is not None else []
+    return _NoSuchOption(
+        exc.option_name, possibilities=close_options(exc.option_name, options), ctx=exc.ctx
+    )
+
+
 class _CouncilGroup(TyperGroup):
-    """``rune council "<question>"`` runs a council; known words run subcommands."""
+    """``rune council "<question>"`` runs a council; known words run subcommands.
+
+    Its help leads with the council's own options: asking a question is what the command is
+    for, and ``run`` is only its explicit spelling."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if _asks_a_question(args, self.commands):
             args = ["run", *args]
         return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _NoSuchOption as exc:
+            raise _with_close_matches(exc) from None
+
+    def format_usage(self, ctx: Any, formatter: Any) -> None:
+        formatter.write_usage(ctx.command_path, '"<question>" [OPTIONS]')
+        formatter.write_usage(ctx.command_path, "COMMAND [ARGS]...", prefix="   or: ")
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        run = self.commands.get("run")
+        if run is not None:
+            run_ctx = type(ctx)(run, info_name="run", parent=ctx)
+            rows = [
+                record
+                for param in run.get_params(run_ctx)
+                if param.param_type_name == "option" and param.name != "help"
+                if (record := param.get_help_record(run_ctx)) is not None
+            ]
+            with formatter.section(f'Council options ({ctx.command_path} "<question>" ...)'):
+                formatter.write_dl(rows)
+        super().format_options(ctx, formatter)
 
 
 app = typer.Typer(
@@ -46,7 +101,8 @@ app = typer.Typer(
 )
 council_app = typer.Typer(
     cls=_CouncilGroup,
-    help='Convene a council: rune council "<question>" [options], or a subcommand.',
+    help='Convene a council: rune council "<question>" with the council options listed '
+    "below (the same as rune council run), or run one of the commands.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,

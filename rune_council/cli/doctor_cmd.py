@@ -37,10 +37,44 @@ def doctor_command(
     with council_errors():
         diagnosis = asyncio.run(diagnose(where, dict(os.environ), refresh=refresh))
     if as_json:
-        echo_json(json.dumps(diagnosis.as_json(), indent=2))
+        doc = {**diagnosis.as_json(), "fixes": next_steps(diagnosis)}
+        echo_json(json.dumps(doc, indent=2))
     else:
         echo(screen(diagnosis))
     raise typer.Exit(ExitCode.OK if diagnosis.ok else ExitCode.NO_VERDICT)
+
+
+def next_steps(d: Diagnosis) -> list[str]:
+    """The fixes of the problems found and, when even they leave fewer than two model
+    families within reach (nothing installed, or one family only), the ways to add one:
+    a screen that says "not ready" always says what to do next."""
+    from ..discovery.doctor import MIN_FAMILIES
+
+    steps = list(d.fixes)
+    reachable = {
+        r.family
+        for r in d.rows
+        if (r.found or r.kind == "endpoint") and r.family_confidence == "confirmed"
+    }
+    if len(reachable) >= MIN_FAMILIES:
+        return steps
+    missing = [
+        r.name
+        for r in d.rows
+        if r.kind == "cli"
+        and not r.found
+        and r.family_confidence == "confirmed"
+        and r.family not in reachable
+    ]
+    which = "an AI CLI of another model family" if reachable else "one of the AI CLIs"
+    if missing:
+        steps.append(f"install {which} a council seats ({', '.join(missing)}) and log in to it")
+    steps += [
+        'or point the council at an OpenAI-compatible endpoint: rune council "<question>" '
+        "--endpoint ollama (a preset, a base URL, or a name under [endpoints] in council.toml)",
+        "or see a council work with nothing installed: rune council demo",
+    ]
+    return steps
 
 
 def _row(row: Row) -> list[str]:
@@ -90,7 +124,8 @@ def screen(d: Diagnosis) -> str:
             f"not ready: {len(d.ready_families)} confirmed family ready ({families}); "
             "a council needs two"
         )
-    if d.fixes:
+    steps = next_steps(d)
+    if steps:
         out.append("next:")
-        out += [f"  {fix}" for fix in d.fixes]
+        out += [f"  {step}" for step in steps]
     return "\n".join(plain(line) for line in out)

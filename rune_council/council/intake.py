@@ -57,7 +57,7 @@ from ..paths import RuneDir
 from ..stages.capacity import capped_voices
 from .lifecycle import run_blocking
 from .options import CouncilOptions
-from .request import ARTIFACT_READ_CAP, new_run_id, parse_request, refuse_unserved
+from .request import ARTIFACT_READ_CAP, UNSERVED, new_run_id, parse_request, refuse_unserved
 
 if TYPE_CHECKING:
     from ..config import CouncilConfig
@@ -368,6 +368,37 @@ def _message(msg: str) -> str:
     return msg.removeprefix("Value error, ")
 
 
+def _literal_values(annotation: Any) -> list[str]:
+    if typing.get_origin(annotation) is typing.Literal:
+        return [str(value) for value in typing.get_args(annotation)]
+    return [value for arg in typing.get_args(annotation) for value in _literal_values(arg)]
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def one_of(valid: Iterable[str], given: Any) -> str:
+    """What every door says about a value outside a fixed set: the values it accepts."""
+    return f"must be one of {', '.join(valid)} (got {_shown(given)})"
+
+
+def _error_message(err: Any, model: type[BaseModel]) -> str:
+    """A validation error in the words a caller can act on: a value outside a fixed set
+    names the values the council accepts (not those the contract declares but does not
+    serve), never the model's class."""
+    loc = tuple(err["loc"])
+    if err["type"] == "literal_error" and loc:
+        info = _model_at(model, loc[:-1]).model_fields.get(str(loc[-1]))
+        if info is not None:
+            unserved = UNSERVED.get(str(loc[-1]), frozenset())
+            valid = [v for v in _literal_values(info.annotation) if v not in unserved]
+            if valid:
+                return one_of(valid, err.get("input"))
+    return _message(err["msg"])
+
+
 def _dotted(loc: Iterable[str | int]) -> str:
     return ".".join(str(p) for p in loc)
 
@@ -388,7 +419,7 @@ def problems_of(
             valid = _model_at(model, err["loc"][:-1]).model_fields
             out.append(Problem(_dotted(loc), unknown_key(str(loc[-1]), valid)))
         else:
-            out.append(Problem(_dotted(loc) or "ask", _message(err["msg"])))
+            out.append(Problem(_dotted(loc) or "ask", _error_message(err, model)))
     return out
 
 
@@ -600,11 +631,17 @@ def _checked_request(
         req = PerspectiveRequest.model_validate(data)
     except ValidationError as exc:
         problems = [
-            Problem(_ask_key(tuple(e["loc"]), flat), _message(e["msg"])) for e in exc.errors()
+            Problem(_ask_key(tuple(e["loc"]), flat), _error_message(e, PerspectiveRequest))
+            for e in exc.errors()
         ]
         raise AskError(problems, door.spell) from None
+    from ..deliberation.registry import METHODS
+
+    method = req.deliberation.method if req.deliberation is not None else None
+    if method is not None and method not in METHODS:
+        raise door.refuse("deliberation", one_of(sorted(METHODS), method))
     try:
-        return parse_request(req)  # an unknown deliberation method fails here
+        return parse_request(req)
     except RequestError as exc:
         raise door.refuse("deliberation", str(exc)) from None
 

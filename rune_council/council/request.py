@@ -43,11 +43,16 @@ def parse_request(request: PerspectiveRequest | Mapping[str, Any]) -> Perspectiv
     return req
 
 
+# Values the contract declares that this council does not serve, by request field; a door
+# offering the valid values leaves these out.
+UNSERVED: dict[str, frozenset[str]] = {"mode": frozenset({"generate"})}
+
+
 def refuse_unserved(request: PerspectiveRequest) -> None:
-    if request.mode == "generate":
+    if request.mode in UNSERVED["mode"]:
         raise NotImplementedModeError(
-            "NOT_IMPLEMENTED: mode 'generate' is declared by the contract but not served; "
-            "use critique, review or judge"
+            f"NOT_IMPLEMENTED: mode {request.mode!r} is declared by the contract but not "
+            "served; use critique, review or judge"
         )
 
 
