@@ -218,3 +218,23 @@ def test_a_unified_diff_is_read_by_its_counts_not_by_what_its_lines_look_like() 
 def test_no_file_crowds_the_others_out_of_the_cap() -> None:
     assert fair_shares([100, 5000, 200, 9000], 4000) == [100, 1850, 200, 1850]
     assert fair_shares([10, 20], 1000) == [10, 20]
+
+
+def test_a_diff_over_the_byte_cap_names_every_file_it_did_not_read(tmp_path: Path) -> None:
+    from rune_council.review.diff import read_diff_input
+
+    repo = change_repo(tmp_path)
+    diff = read_git(repo.path, parse_range("main..feature"), cap=300)
+    read = {f.path for f in diff.files}
+    assert diff.unread and not (read & set(diff.unread))
+    assert read | set(diff.unread) >= {"docs/gone.txt", "src/app.py", "src/new_name.py"}
+    artifact = build_artifact(diff)
+    assert all(any(name in note for note in artifact.left_out) for name in diff.unread)
+    # The same cap on a diff file: read up to it, and said so.
+    patch = tmp_path / "change.patch"
+    patch.write_text(git(repo.path, "diff", "main..feature") + "\n", encoding="utf-8")
+    whole = read_diff_input(str(patch))
+    assert {f.path for f in whole.files} >= {"src/app.py", "docs/gone.txt"} and not whole.notes
+    cut = read_diff_input(str(patch), cap=300)
+    assert len(cut.files) < len(whole.files)
+    assert "over 0 MiB" not in cut.notes[0] and "were not read" in cut.notes[0]

@@ -431,6 +431,10 @@ def _diff_args(context: int) -> list[str]:
     ]
 
 
+def _amount(cap: int) -> str:
+    return f"{cap / (1024 * 1024):g} MiB" if cap >= 1024 * 1024 else f"{cap} bytes"
+
+
 def _names(raw: bytes) -> Iterator[str]:
     """The paths of ``git diff --name-only -z``, decoded as the patch's names are."""
     for part in raw.split(b"\0"):
@@ -488,7 +492,7 @@ def read_git(
         # Named one by one as left out, like the files the artifact's own cap leaves out.
         diff.unread = rest
         diff.notes.append(
-            f"the diff is over {cap // (1024 * 1024)} MiB: it was read up to "
+            f"the diff is over {_amount(cap)}: it was read up to "
             f"{cut.path if cut is not None else 'its start'}, and {len(rest)} file(s) "
             "from there on were not read"
         )
@@ -535,7 +539,7 @@ def read_diff_input(given: str, stdin: BinaryIO | None = None, cap: int = DIFF_B
     if over:
         cut = diff.files.pop() if diff.files else None
         diff.notes.append(
-            f"the diff is over {cap // (1024 * 1024)} MiB: it was read up to "
+            f"the diff is over {_amount(cap)}: it was read up to "
             f"{cut.path if cut is not None else 'its start'}; the files after that were not read"
         )
     return diff
