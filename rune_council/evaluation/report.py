@@ -1,0 +1,165 @@
+"""One document for an eval: every arm side by side, the tests between them, and how
+decorrelated the voices really were. What ``rune council eval --json`` prints.
+
+Each arm gets recall, false-alarm rate and precision (``stats``), each with its bootstrap
+interval or None with the reason. Every arm that pools voices (the majority, each council's
+consensus and consensus plus dissent) is compared with the best single voice by McNemar's
+test over the items both answered, and the p-values are adjusted together by Holm's method
+for the number of comparisons. The decorrelation figures come from the voices' own errors
+(a miss on a flawed item, an alarm on a clean one): every pair's error agreement, the same
+grouped by family, and the effective number of independent votes.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from . import stats
+from .arms import HIT_DISTANCE, Arm, ArmKind, Choice, EvalSet, Outcome, all_arms
+
+POOLED_KINDS: frozenset[ArmKind] = frozenset({"majority", "consensus", "consensus+dissent"})
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArmFigures(_Frozen):
+    name: str
+    kind: ArmKind
+    answered: int
+    unanswered: int
+    recall: stats.Rate
+    false_alarm: stats.Rate
+    precision: stats.Rate
+    choices: list[Choice]
+    notes: list[str]
+
+
+class Comparison(_Frozen):
+    arm: str
+    against: str
+    items: int  # items both answered, which the test is over
+    test: stats.McNemar
+    holm_p: float  # the p-value adjusted for every comparison in this report
+
+
+class EvalReport(_Frozen):
+    items: int
+    flawed: int
+    clean: int
+    hit_distance: int
+    seed: int
+    resamples: int
+    level: float
+    arms: list[ArmFigures]
+    comparisons: list[Comparison]
+    voice_agreement: list[stats.ErrorAgreement]
+    family_agreement: list[stats.FamilyAgreement]
+    effective_votes: stats.EffectiveVotes
+    notes: list[str]
+
+
+def figures(arm: Arm, *, seed: int, resamples: int, level: float) -> ArmFigures:
+    answered = arm.answered()
+    flawed = [o for o in answered if o.label == "flawed"]
+    clean = [o for o in answered if o.label == "clean"]
+
+    def rate(successes: list[bool], undefined: str) -> stats.Rate:
+        return stats.proportion(
+            successes, undefined=undefined, seed=seed, resamples=resamples, level=level
+        )
+
+    recall = rate([o.hit for o in flawed], "no flawed item answered")
+    false_alarm = rate([o.alarm for o in clean], "no clean item answered")
+    precision = stats.ratio(
+        [(o.hit, o.alarm, o.label) for o in answered],
+        undefined="no alarm raised",
+        seed=seed,
+        resamples=resamples,
+        level=level,
+    )
+    notes = list(arm.notes)
+    if flawed and recall.numerator == 0:
+        notes.append(f"hit none of the {len(flawed)} seeded flaws it answered on")
+    return ArmFigures(
+        name=arm.name,
+        kind=arm.kind,
+        answered=len(answered),
+        unanswered=len(arm.outcomes) - len(answered),
+        recall=recall,
+        false_alarm=false_alarm,
+        precision=precision,
+        choices=arm.choices,
+        notes=notes,
+    )
+
+
+def _paired(a: Arm, b: Arm) -> tuple[list[bool], list[bool]]:
+    theirs = {o.item: o for o in b.outcomes}
+    pairs: list[tuple[Outcome, Outcome]] = []
+    for o in a.outcomes:
+        other = theirs.get(o.item)
+        if o.answered and other is not None and other.answered:
+            pairs.append((o, other))
+    return [x.right for x, _ in pairs], [y.right for _, y in pairs]
+
+
+def compare(arms: list[Arm]) -> list[Comparison]:
+    """Each pooled arm against the best single voice, Holm-adjusted together."""
+    best = next((a for a in arms if a.kind == "best-voice"), None)
+    if best is None:
+        return []
+    tests: list[tuple[Arm, int, stats.McNemar]] = []
+    for arm in arms:
+        if arm.kind in POOLED_KINDS:
+            mine, theirs = _paired(arm, best)
+            tests.append((arm, len(mine), stats.mcnemar_paired(mine, theirs)))
+    adjusted = stats.holm([t.p_value for _, _, t in tests])
+    return [
+        Comparison(arm=arm.name, against=best.name, items=n, test=test, holm_p=p)
+        for (arm, n, test), p in zip(tests, adjusted, strict=True)
+    ]
+
+
+def build_report(
+    records: EvalSet,
+    *,
+    seed: int = stats.DEFAULT_SEED,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+    level: float = stats.DEFAULT_LEVEL,
+) -> EvalReport:
+    arms = all_arms(records, seed)
+    labels = [i.label for i in records.items]
+    voice_arms = [a for a in arms if a.kind == "voice"]
+    errors = {a.name.removeprefix("voice:"): [o.error for o in a.outcomes] for a in voice_arms}
+    pairs = stats.pairwise_agreement(errors, labels)
+    notes = []
+    flawed = labels.count("flawed")
+    clean = labels.count("clean")
+    if not flawed:
+        notes.append("no flawed items: recall and precision cannot be measured")
+    if not clean:
+        notes.append("no clean items: false alarms cannot be measured")
+    if not records.councils():
+        notes.append("no council results in the records: only the voice arms are scored")
+    return EvalReport(
+        items=len(records.items),
+        flawed=flawed,
+        clean=clean,
+        hit_distance=HIT_DISTANCE,
+        seed=seed,
+        resamples=resamples,
+        level=level,
+        arms=[figures(a, seed=seed, resamples=resamples, level=level) for a in arms],
+        comparisons=compare(arms),
+        voice_agreement=pairs,
+        family_agreement=stats.family_agreement(pairs, records.families()),
+        effective_votes=stats.effective_votes(
+            errors, labels, resamples=resamples, level=level, seed=seed
+        ),
+        notes=notes,
+    )
+
+
+__all__ = ["POOLED_KINDS", "ArmFigures", "Comparison", "EvalReport", "build_report", "figures"]
