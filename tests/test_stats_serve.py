@@ -38,7 +38,7 @@ def test_stats_api_and_page_show_the_same_numbers_as_the_command(tmp_path: Path)
 
         view = server.client.get("/v1/stats/tables", params={"since": "2026-11-09"}).json()
         assert [t["title"] for t in view["tables"]][:2] == ["Runs", "Per week"]
-        assert view["tables"][0]["rows"][0][2] == "50% (1/2)"
+        assert view["tables"][0]["rows"][0][3] == "50% (1/2)"
         assert [p["name"] for p in view["pictures"]] == list(PICTURE_SIZES)
         for p in view["pictures"]:
             assert p["url"].endswith("?since=2026-11-09")
