@@ -120,3 +120,18 @@ def test_an_endpoint_council_asks_and_a_yes_sends_and_is_remembered(
     assert code == 0, screen
     assert sorted(m for m in server.chat_models() if m) == [LLAMA, QWEN]
     assert json.loads((tmp_path / ".rune" / "consent.json").read_text())["allow_external"]
+
+
+def test_a_batch_on_endpoints_asks_once_and_a_no_sends_nothing(
+    tmp_path: Path, server: OpenAIServer
+) -> None:
+    items = tmp_path / "items.jsonl"
+    items.write_text(
+        "".join(json.dumps({"id": f"b{i}", "question": Q, "n": 2}) + "\n" for i in (1, 2))
+    )
+    args = ["batch", str(items), "--endpoint", server.base_url]
+    code, screen = on_a_terminal(tmp_path, args, b"n")
+    assert screen.count("[y/N]") == 1, screen
+    assert f"({server.base_url})" in screen, screen
+    assert server.requests() == []
+    assert code == 1, screen

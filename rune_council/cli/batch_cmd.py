@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from ..batch import Row
     from ..batch.progress import Pace
     from ..config import CouncilConfig
-    from ..council.intake import AskDefaults
+    from ..council.intake import AskDefaults, Door
+    from ..council.options import CouncilOptions
     from ..paths import RuneDir
 
 # The council flag a batch does not take: every line has its own id. Consent (--yes) is
@@ -260,7 +261,9 @@ def batch_command(
                 raise
             # Asked once the lines are known good, and given to every council as the
             # batch's own answer.
-            allow = external_consent(where, yes=yes, refresh=False, config=config)
+            allow = external_consent(
+                where, yes=yes, refresh=False, config=config, options=_planned(batch.options.door)
+            )
             consented = defaults.model_copy(update={"yes": allow})
             batch.options = dataclasses.replace(
                 batch.options, door=dataclasses.replace(batch.options.door, defaults=consented)
@@ -315,6 +318,18 @@ def _defaults(params: Mapping[str, Any]) -> AskDefaults:
         return AskDefaults.model_validate(given)
     except ValidationError as exc:
         raise AskError(problems_of(exc, AskDefaults), flag_spelling) from None
+
+
+def _planned(door: Door) -> CouncilOptions | None:
+    """The options every line starts from, so the consent question names the endpoints the
+    batch's flags give; None (the configured ones) when the flags alone make no council."""
+    from ..council.intake import Ask, prepare
+    from ..errors import CouncilError
+
+    try:
+        return prepare(Ask(question="the batch's questions"), door).options
+    except CouncilError:
+        return None
 
 
 async def _list_models(where: RuneDir, defaults: AskDefaults, config: CouncilConfig) -> None:
