@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "runlock",  # one writer per run id
             "templates",  # the shipped council setups, read as data
             "runs",
+            "run_index",  # the cache of what was read from each run file (list, stats)
             "analytics",  # statistics over the run files (rune council stats)
             "watch",
             "runtimes",
