@@ -61,7 +61,7 @@ def remembered(rune_dir: RuneDir, env: Mapping[str, str] | None = None) -> Conse
     granted_at = trust_store(env).consent_granted_at(rune_dir.root)
     if granted_at is None:
         return None
-    return Consent(True, f"granted at the prompt on {granted_at}")
+    return Consent(True, f"the user's yes for this project on {granted_at}")
 
 
 def remember(rune_dir: RuneDir, env: Mapping[str, str] | None = None) -> None:

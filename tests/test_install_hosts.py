@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -165,8 +166,10 @@ def test_installing_twice_changes_nothing(home: Path, host: str) -> None:
     again = rune(home, "install", host)
     assert again.returncode == 0, again.stderr
     assert tree(home) == before  # same bytes, not even rewritten
-    assert again.stdout.strip().splitlines()[-1] == f"nothing to change for {host} (user)"
-    assert all(line.startswith("unchanged") for line in again.stdout.splitlines()[:-1])
+    *changes, checked, summary = again.stdout.strip().splitlines()
+    assert summary == f"nothing to change for {host} (user)"
+    assert checked == f"the MCP server starts ({shlex.join(LAUNCH)})"
+    assert all(line.startswith("unchanged") for line in changes)
 
 
 # --------------------------------------------------------------------------- uninstall
@@ -272,6 +275,7 @@ def test_dry_run_says_what_would_change_and_changes_nothing(home: Path, host: st
         line.startswith("would update") and str(home / USER_CONFIG[host]) in line for line in lines
     )
     assert lines[-1] == f"dry run: nothing was changed for {host} (user)"
+    assert lines[-2] == f"the MCP server starts ({shlex.join(LAUNCH)})"
 
     assert rune(home, "install", host).returncode == 0
     installed = tree(home)
@@ -381,7 +385,8 @@ def test_claude_command_passes_the_arguments_to_the_model_only(home: Path) -> No
     assert rune(home, "install", "claude").returncode == 0
     text = (home / ".claude" / "commands" / "rune.md").read_text()
     front, _body = text.split("---\n")[1:3]
-    assert "allowed-tools: mcp__council__convene\n" in front  # no pre-allowed shell
+    # The council's own tools and nothing else: no pre-allowed shell.
+    assert "allowed-tools: mcp__council__convene, mcp__council__submit_answers\n" in front
     assert text.count("$ARGUMENTS") == 1
     # `!` followed by a backtick runs a shell command when Claude Code expands a command.
     assert "!`" not in text

@@ -29,7 +29,7 @@ from tests.mcp_client import connect, server_env, text_of
 
 pytestmark = pytest.mark.timeout(180)
 
-TOOLS = {"convene", "detect", "list_runs", "show_run", "verify_run", "tally"}
+TOOLS = {"convene", "submit_answers", "detect", "list_runs", "show_run", "verify_run", "tally"}
 # Borda over three proposals: A 2+1+2 = 5, B 1+2+0 = 3, C 0+0+1 = 1 (counted by hand).
 TRANSCRIPT = "\n".join(
     [
@@ -78,7 +78,7 @@ def test_tools_carry_schemas_generated_from_the_contract(tmp_path: Path) -> None
     # The intake's own ask, as a caller who is not the operator may send it, and the line
     # a host's /rune command was given.
     asked = ask_schema(trusted_caller=False, nested=False)
-    assert set(convene["properties"]) == {*asked["properties"], "arguments"}
+    assert set(convene["properties"]) == {*asked["properties"], "arguments", "subagents_only"}
     assert "required" not in convene  # a question, or arguments holding one
     mode = convene["properties"]["mode"]["anyOf"][0]
     assert mode["enum"] == ["critique", "review", "judge", "generate"]
@@ -93,7 +93,18 @@ def test_tools_carry_schemas_generated_from_the_contract(tmp_path: Path) -> None
     for key in ("yes", "subagent_cmd", "orchestrator_cmd", "key_env", "request"):
         assert key not in convene["properties"], key
     assert not any("allow" in key for key in convene["properties"])
-    assert tools["convene"].output_schema == CouncilResult.model_json_schema(mode="serialization")
+    # A verdict is the contract's CouncilResult; the other branch is a council waiting for
+    # the host's subagents, which no CouncilResult can be mistaken for.
+    out = tools["convene"].output_schema
+    assert out is not None and out["type"] == "object"
+    assert tools["submit_answers"].output_schema == out
+    result = CouncilResult.model_json_schema(mode="serialization")
+    result.pop("$defs")
+    assert out["anyOf"][0] == result
+    waiting = {"needs_answers": True, "run_id": "r", "prompts": [], "instructions": "wait"}
+    jsonschema.validate(waiting, out)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"needs_answers": True, "decorrelation": "MULTI_FAMILY"}, out)
 
 
 def test_convene_returns_the_result_with_one_progress_note_per_voice_transition(
@@ -339,7 +350,9 @@ def test_a_host_cancelling_convene_cancels_the_council(tmp_path: Path) -> None:
     assert not [p for p in children if psutil.pid_exists(p)], "a voice outlived the cancel"
 
 
-def test_without_standing_consent_the_council_is_subagent_only(tmp_path: Path) -> None:
+def test_without_consent_nothing_runs_until_the_user_allows_it_or_keeps_it_here(
+    tmp_path: Path,
+) -> None:
     argv_log = tmp_path / "argv.log"
     fakes(tmp_path, argv_log=str(argv_log))
     host = tmp_path / "host.py"
@@ -349,9 +362,10 @@ def test_without_standing_consent_the_council_is_subagent_only(tmp_path: Path) -
     )
     sub = f"python3 {host}"
 
-    async def scenario() -> tuple[types.CallToolResult, types.CallToolResult]:
+    async def scenario() -> dict[str, types.CallToolResult]:
+        out: dict[str, types.CallToolResult] = {}
         async with connect(tmp_path, "--subagent-cmd", sub) as session:
-            raised = await session.call_tool(
+            out["raised"] = await session.call_tool(
                 "convene", {"question": QUESTION, "id": "x1", "allow_external": True}
             )
             for grant in (
@@ -361,26 +375,48 @@ def test_without_standing_consent_the_council_is_subagent_only(tmp_path: Path) -
                 granted = await session.call_tool("convene", grant)
                 assert granted.is_error
                 assert "only the operator of this MCP server sets this" in text_of(granted)
-            plain = await session.call_tool("convene", {"question": QUESTION, "id": "s1"})
-            return raised, plain
+            out["asked"] = await session.call_tool("convene", {"question": QUESTION, "id": "s0"})
+            out["here"] = await session.call_tool(
+                "convene", {"question": QUESTION, "id": "s1", "subagents_only": True}
+            )
+        return out
 
-    raised, plain = run(scenario())
-    assert raised.is_error
-    assert "allow_external: unknown key 'allow_external'" in text_of(raised)
-    assert "AskError, CLI exit code 2" in text_of(raised)
-    assert not plain.is_error, text_of(plain)
+    out = run(scenario())
+    assert out["raised"].is_error
+    assert "allow_external: unknown key 'allow_external'" in text_of(out["raised"])
+    assert "AskError, CLI exit code 2" in text_of(out["raised"])
+    # Nobody has said: no council, and the one command the user runs to say yes.
+    asked = out["asked"]
+    assert asked.is_error
+    needs = asked.structured_content
+    assert needs is not None and needs["needs_consent"] is True and needs["verdict"] is None
+    assert set(needs["would_send_to"]) == {"claude", "codex", "gemini"}
+    command = needs["command"]
+    assert command.endswith(f"council consent --rune-dir {tmp_path / '.rune'}")
+    assert command in text_of(asked)
+    assert not (tmp_path / ".rune" / "council" / "run-s0.json").exists()
+    # Kept here by the user's choice: the operator's subagent answers every slot.
+    assert not out["here"].is_error, text_of(out["here"])
     doc = run_file(tmp_path, "s1")
-    assert doc["runtime_report"]["consent"].startswith("not granted")
+    assert doc["runtime_report"]["consent"].startswith("not used (the user asked")
     assert {v["source"] for v in doc["voices"]} == {"subagent"}
+    assert doc["voices_valid"] == 3
     assert not argv_log.exists(), "an external CLI was dispatched without consent"
     assert not list((tmp_path / ".rune" / "council").glob("run-x*.json"))
 
 
-def _elicitation(answers: list[bool], asked: list[str]) -> Any:
+def _elicitation(answers: list[str], asked: list[str]) -> Any:
+    """A host's prompt: each answer is "yes", "no" (declined) or "cancel" (dismissed, or a
+    headless host answering by itself)."""
+
     async def respond(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params.message)
-        allow = answers.pop(0)
-        return types.ElicitResult(action="accept", content={"allow": allow})
+        answer = answers.pop(0)
+        if answer == "cancel":
+            return types.ElicitResult(action="cancel")
+        if answer == "no":
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"allow": True})
 
     return respond
 
@@ -390,12 +426,16 @@ def test_the_host_asks_the_user_once_per_connection(tmp_path: Path, allow: bool)
     argv_log = tmp_path / "argv.log"
     fakes(tmp_path, argv_log=str(argv_log))
     asked: list[str] = []
+    answers = ["yes" if allow else "no"]
+    seen: dict[str, types.CallToolResult] = {}
 
     async def scenario() -> None:
-        async with connect(tmp_path, elicitation=_elicitation([allow], asked)) as session:
+        async with connect(tmp_path, elicitation=_elicitation(answers, asked)) as session:
             for run_id in ("e1", "e2"):
-                out = await session.call_tool("convene", {"question": QUESTION, "id": run_id})
-                assert not out.is_error, text_of(out)
+                seen[run_id] = await session.call_tool(
+                    "convene", {"question": QUESTION, "id": run_id}
+                )
+                assert not seen[run_id].is_error, text_of(seen[run_id])
 
     run(scenario())
     assert len(asked) == 1
@@ -403,17 +443,47 @@ def test_the_host_asks_the_user_once_per_connection(tmp_path: Path, allow: bool)
     for run_id in ("e1", "e2"):
         doc = run_file(tmp_path, run_id)
         used = doc["runtime_report"]["used"]
+        structured = seen[run_id].structured_content
+        assert structured is not None
         if allow:
             assert (
                 doc["runtime_report"]["consent"] == "granted (by the user at the MCP host's prompt)"
             )
             assert set(used) == {"claude", "codex", "gemini"}
+            assert structured["decorrelation"] == "MULTI_FAMILY"
         else:
             assert doc["runtime_report"]["consent"] == (
                 "not granted (the user declined the MCP host's prompt)"
             )
-            assert used == []
+            # A no is an answer: this host's own subagents are handed the slots instead.
+            assert structured["needs_answers"] is True and len(structured["prompts"]) == 3
     assert argv_log.exists() is allow
+
+
+def test_a_prompt_nobody_answered_is_not_taken_as_the_users_no(tmp_path: Path) -> None:
+    """Claude Code in print mode declares elicitation and answers "cancel" by itself."""
+    argv_log = tmp_path / "argv.log"
+    fakes(tmp_path, argv_log=str(argv_log))
+    asked: list[str] = []
+    answers = ["cancel", "cancel", "yes"]
+    seen: list[types.CallToolResult] = []
+
+    async def scenario() -> None:
+        async with connect(tmp_path, elicitation=_elicitation(answers, asked)) as session:
+            for run_id in ("d1", "d2", "d3"):
+                asked_for = {"question": QUESTION, "id": run_id}
+                seen.append(await session.call_tool("convene", asked_for))
+
+    run(scenario())
+    assert len(asked) == 3  # asked again each time: a dismissal settles nothing
+    for result in seen[:2]:
+        assert result.is_error and result.structured_content is not None
+        assert result.structured_content["needs_consent"] is True
+    assert not (tmp_path / ".rune" / "council" / "run-d1.json").exists()
+    assert not seen[2].is_error, text_of(seen[2])
+    doc = run_file(tmp_path, "d3")
+    assert doc["runtime_report"]["consent"] == "granted (by the user at the MCP host's prompt)"
+    assert argv_log.exists()
 
 
 def test_standing_consent_from_the_environment_needs_no_question(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from . import lifetime  # first: it tunes the collector before the heavy imports
 from ..errors import CouncilError, ExitCode, exit_code_for
 from . import (
     batch_cmd,  # noqa: F401  (registers the commands)
+    consent_cmd,  # noqa: F401
     council_cmds,  # noqa: F401
     demo_cmd,  # noqa: F401
     doctor_cmd,  # noqa: F401

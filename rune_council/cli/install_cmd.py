@@ -4,11 +4,15 @@ agent host (Claude Code, Gemini CLI, Codex), or ``--uninstall`` to take them out
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json
+
+if TYPE_CHECKING:
+    from ..hosts import ServerCheck
 
 _VERBS = {
     "create": ("created", "would create"),
@@ -69,8 +73,14 @@ def install_command(
                 for c in outcome.changes
             ],
             "notes": list(outcome.notes),
+            "server": (
+                {"starts": outcome.server.starts, "detail": outcome.server.detail}
+                if outcome.server is not None
+                else None
+            ),
         }
         echo_json(json.dumps(doc, indent=2))
+        _exit_if_it_would_not_start(outcome.server)
         return
     for change in outcome.changes:
         done, would = _VERBS[change.action]
@@ -81,6 +91,8 @@ def install_command(
     if outcome.changed or outcome.uninstall:
         for note in outcome.notes:
             echo(note)
+    if outcome.server is not None:
+        echo(("" if outcome.server.starts else "would fail: ") + outcome.server.detail)
     where = f"{outcome.host} ({outcome.scope})"
     if not outcome.changed:
         summary = f"nothing to change for {where}"
@@ -91,3 +103,11 @@ def install_command(
     else:
         summary = f"installed rune-council into {where}: {outcome.usage}"
     echo(summary)
+    _exit_if_it_would_not_start(outcome.server)
+
+
+def _exit_if_it_would_not_start(server: ServerCheck | None) -> None:
+    # Only a dry run gets here with a server that does not start (an install refuses): it
+    # fails as the install would, so a script that checks first learns it.
+    if server is not None and not server.starts:
+        raise typer.Exit(ExitCode.BAD_INPUT)

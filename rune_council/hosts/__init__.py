@@ -8,6 +8,6 @@ that uninstalling removes exactly that and nothing the user wrote.
 
 from __future__ import annotations
 
-from .installer import HOSTS, Change, Outcome, install, uninstall
+from .installer import HOSTS, Change, Outcome, ServerCheck, install, uninstall
 
-__all__ = ["HOSTS", "Change", "Outcome", "install", "uninstall"]
+__all__ = ["HOSTS", "Change", "Outcome", "ServerCheck", "install", "uninstall"]

@@ -25,20 +25,23 @@ from .layout import (
 
 HOST = "claude"
 TOOL = f"mcp__{SERVER_NAME}__convene"
+SUBMIT = f"mcp__{SERVER_NAME}__submit_answers"
 
 
 def command_text() -> str:
-    # Only the council's MCP tool is pre-allowed: through it the model cannot grant consent,
-    # whereas a shell call could add --yes, so the user sees and approves any shell call.
+    # Only the council's MCP tools are pre-allowed: through them the model cannot grant
+    # consent, whereas a shell call could add --yes, so the user sees and approves any
+    # shell call.
     front = (
         "---\n"
         'description: Convene a rune-council on one question: /rune council "<question>"\n'
         "argument-hint: council [--template NAME] [--rounds N] [--mode critique|review|judge] "
         '[--artifact PATH] "<question>"\n'
-        f"allowed-tools: {TOOL}\n"
+        f"allowed-tools: {TOOL}, {SUBMIT}\n"
         "---\n"
     )
-    return front + arguments_block("$ARGUMENTS") + command_body(f"shown to you as `{TOOL}`")
+    body = command_body(f"shown to you as `{TOOL}`", f"`{SUBMIT}`")
+    return front + arguments_block("$ARGUMENTS") + body
 
 
 def layout(places: Places, scope: Scope) -> Layout:

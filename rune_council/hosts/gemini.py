@@ -25,6 +25,7 @@ from .layout import (
 
 HOST = "gemini"
 TOOL = f"mcp_{SERVER_NAME}_convene"
+SUBMIT = f"mcp_{SERVER_NAME}_submit_answers"
 # Gemini CLI runs `!{...}` in a command's prompt as a shell command and inlines `@{...}` as
 # a file; the prompt must contain neither so that nothing the user types is ever run.
 INJECTION_TRIGGERS = ("!{", "@{")
@@ -49,7 +50,7 @@ def toml_string(text: str) -> str:
 
 
 def command_text() -> str:
-    prompt = arguments_block("{{args}}") + command_body(f"shown to you as `{TOOL}`")
+    prompt = arguments_block("{{args}}") + command_body(f"shown to you as `{TOOL}`", f"`{SUBMIT}`")
     if any(trigger in prompt for trigger in INJECTION_TRIGGERS):
         raise AssertionError("the /rune prompt must not contain a Gemini injection trigger")
     description = 'Convene a rune-council on one question: /rune council "<question>"'

@@ -16,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shlex
 import stat
+import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,7 @@ from ..files import atomic_write_bytes
 from ..safefile import read_if_present
 from . import claude, codex, gemini
 from .configs import Found, added, entry_digest, find, is_empty, read_text, removed
-from .layout import ConfigEntry, ConfigFormat, FileItem, Layout, Places, Scope
+from .layout import ConfigEntry, ConfigFormat, FileItem, Layout, Places, Scope, mcp_launch
 from .manifest import ConfigRecord, FileRecord, Manifest, load
 
 HOSTS: dict[str, Callable[[Places, Scope], Layout]] = {
@@ -36,6 +38,9 @@ HOSTS: dict[str, Callable[[Places, Scope], Layout]] = {
     "codex": codex.layout,
 }
 MAX_OWNED_FILE_BYTES = 4 * 1024 * 1024
+# Starting the server's interpreter and importing it takes a second or two; a loaded
+# machine gets more.
+CHECK_TIMEOUT_S = 60.0
 
 Action = Literal["create", "update", "overwrite", "unchanged", "remove", "keep", "gone"]
 WRITES: frozenset[str] = frozenset({"create", "update", "overwrite", "remove"})
@@ -50,6 +55,14 @@ class Change:
 
 
 @dataclass(frozen=True)
+class ServerCheck:
+    """Whether the MCP server an install registers starts, run as the host will run it."""
+
+    starts: bool
+    detail: str
+
+
+@dataclass(frozen=True)
 class Outcome:
     host: str
     scope: Scope
@@ -59,6 +72,7 @@ class Outcome:
     usage: str
     manifest: Path
     notes: tuple[str, ...] = ()
+    server: ServerCheck | None = None
 
     @property
     def changed(self) -> bool:
@@ -151,6 +165,39 @@ def _mode_of(path: Path, default: int) -> int:
         return default
 
 
+def check_server(env: Mapping[str, str]) -> ServerCheck:
+    """Run the registered server command with ``--check``: it imports what serving needs
+    and exits, so an install never registers a server that cannot start (the ``mcp``
+    extra missing, above all) without saying so."""
+    command, args = mcp_launch()
+    argv = [command, *args, "--check"]
+    shown = shlex.join([command, *args])
+    try:
+        done = subprocess.run(
+            argv,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=CHECK_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return ServerCheck(False, f"the MCP server ({shown}) could not be started: {exc}")
+    if done.returncode == 0:
+        return ServerCheck(True, f"the MCP server starts ({shown})")
+    said = done.stderr.strip() or done.stdout.strip() or f"exit code {done.returncode}"
+    last = said.splitlines()[-1].removeprefix("rune council: ")[:300]
+    into = f"{shlex.quote(command)} -m pip install 'rune-council[mcp]'"
+    if "pip install" not in last:
+        last += "; the mcp extra is installed with pip install 'rune-council[mcp]'"
+    return ServerCheck(
+        False,
+        f"the MCP server ({shown}) does not start: {last} (into the Python rune runs from: "
+        f"{into}), then install again",
+    )
+
+
 def install(
     host: str,
     *,
@@ -189,6 +236,9 @@ def install(
     if plan.writes or current_record != record.to_text():
         action: Action = "create" if current_record is None else "update"
         plan.changes.append(Change(action, layout.manifest, "install record"))
+    server = check_server(places.env) if layout.configs else None
+    if server is not None and not server.starts and not dry_run:
+        raise HostInstallError(f"not installing into {host}: {server.detail}. Nothing was changed")
     outcome = Outcome(
         host,
         scope,
@@ -198,6 +248,7 @@ def install(
         layout.usage,
         layout.manifest,
         layout.notes,
+        server,
     )
     if dry_run or not outcome.changed:
         return outcome

@@ -86,9 +86,10 @@ def skill_files(skill_dir: Path) -> tuple[FileItem, ...]:
     return (FileItem(skill_dir / "SKILL.md", asset("SKILL.md"), "skill"),)
 
 
-def command_body(tool_name: str) -> str:
-    """What every host's ``/rune`` command tells its model after the arguments."""
-    return asset("command.md").replace("{TOOL_NAME}", tool_name)
+def command_body(tool_name: str, submit_name: str) -> str:
+    """What every host's ``/rune`` command tells its model after the arguments, with the
+    names the host shows the council's ``convene`` and ``submit_answers`` tools under."""
+    return asset("command.md").replace("{TOOL_NAME}", tool_name).replace("{SUBMIT}", submit_name)
 
 
 def arguments_block(placeholder: str) -> str:

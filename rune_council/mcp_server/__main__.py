@@ -38,6 +38,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rune-dir", type=Path, help="where .rune files go (default ./.rune)")
     p.add_argument("--subagent-cmd", help="command answering a prompt on stdin; takes empty slots")
     p.add_argument("--subagent-family", help="model family of the subagent command")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="only check that the server can start here (what `rune council install` runs)",
+    )
     return p
 
 
@@ -57,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return ExitCode.BAD_INPUT  # a missing extra is bad input, as elsewhere
+    if args.check:
+        from importlib.metadata import version
+
+        print(f"rune council mcp: ready (mcp {version('mcp')}, {sys.executable})")
+        return ExitCode.OK
     try:
         where = RuneDir.resolve(args.rune_dir)
     except CouncilError as exc:

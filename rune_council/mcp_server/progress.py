@@ -106,13 +106,14 @@ class ProgressReporter:
         self._index = 0
         self._places = [Place() for _ in self._runs]
         self._last = 0.0
-        self._task: asyncio.Task[None] | None = (
-            asyncio.ensure_future(self._pump()) if send is not None else None
-        )
+        self._task: asyncio.Task[None] = asyncio.ensure_future(self._pump())
+
+    def retarget(self, send: Send | None) -> None:
+        """Report to another call from now on (a council waiting on the host's subagents
+        outlives the call that started it); None reports to nobody until the next one."""
+        self._send = send
 
     def on_event(self, result: CouncilResult, event: RunEvent) -> None:
-        if self._send is None:
-            return
         if result.id in self._runs:
             self._index = self._runs.index(result.id)
         share = self._places[self._index].at(result, event)
@@ -127,23 +128,31 @@ class ProgressReporter:
         if value > self.total:
             return
         self._last = value
+        if self._send is None:
+            return
         # The callback may come from a worker thread (a blocking subagent callable).
         self._loop.call_soon_threadsafe(self._queue.put_nowait, (value, message))
 
     async def _pump(self) -> None:
-        assert self._send is not None
         while (item := await self._queue.get()) is not None:
             value, message = item
-            with contextlib.suppress(Exception):  # a host that went away loses progress only
-                await self._send(value, self.total, message)
+            send = self._send
+            if send is not None:
+                with contextlib.suppress(Exception):  # a host that went away loses progress
+                    await send(value, self.total, message)
+            self._queue.task_done()
+        self._queue.task_done()
+
+    async def drain(self) -> None:
+        """Send what is queued to the call reporting now, and keep going."""
+        await self._queue.join()
 
     async def flush(self) -> None:
         """Send what is queued, then stop."""
-        if self._task is None:
+        if self._task.done():
             return
         self._queue.put_nowait(None)
         await self._task
 
     def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        self._task.cancel()

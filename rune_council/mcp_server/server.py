@@ -3,7 +3,8 @@
 Every tool call passes through one handler that turns any exception into a tool error, so
 nothing a host sends can stop the server. The convene tool is a door like the command line:
 it parses the call into the one intake (``council.intake``), prepares the council as this
-door lets a host's model ask it, and runs it.
+door lets a host's model ask it, and runs it. When nothing the operator set up can answer
+for a slot, the host's own subagents do, through ``submit_answers`` (see ``subagents``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import os
 import signal
 import sys
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -26,22 +28,30 @@ from pydantic import BaseModel
 
 from .. import runs
 from ..contract import CouncilResult, TallyReport
-from ..council.intake import FLAGS, AskDefaults, Door, prepare
+from ..council.intake import FLAGS, AskDefaults, Door, Prepared, prepare
 from ..errors import CouncilError, ExitCode, RequestError, exit_code_for
 from ..paths import RuneDir
 from ..safetext import plain
-from .consent import ConnectionConsent, Decision
+from .consent import ConnectionConsent, Decision, grant_command
 from .progress import ProgressReporter
 from .settings import ServerSettings
+from .subagents import HostRun, Pending, note_dispatch
 from .tools import (
     BY_NAME,
+    COUNCIL_TOOLS,
+    SUBAGENTS_ONLY,
     TOOLS,
+    ConsentNeeded,
+    ConveneCall,
     DetectArgs,
     Difference,
     ListRunsArgs,
     RunArgs,
     RunList,
     RunRow,
+    SubagentPrompt,
+    SubagentWork,
+    SubmitArgs,
     TallyArgs,
     ToolSpec,
     VerifyOutcome,
@@ -53,8 +63,6 @@ if TYPE_CHECKING:
 
     from mcp.server.context import ServerRequestContext
 
-    from ..council.intake import Ask
-
     Context = ServerRequestContext[Any, Any]
 
 RUN_URI = "rune://runs/"
@@ -65,12 +73,38 @@ STOP_GRACE_S = 10.0
 INSTRUCTIONS = (
     "rune-council convenes independent AI voices from different model families on one "
     "question. Call convene for a decision, critique or review that deserves a second "
-    "opinion; read the decorrelation stamp first: only MULTI_FAMILY agreement is signal."
+    "opinion; read the decorrelation stamp first: only MULTI_FAMILY agreement is signal. "
+    "When convene answers needs_consent, tell the user the command it names (only they can "
+    "allow sending the question out); when it answers needs_answers, run each prompt as a "
+    "subagent of your own and give the replies to submit_answers."
 )
 
 ToolResult = tuple[str, BaseModel]
 # What a tool gives back beyond its text and structured part (the runs a chain wrote).
 Links = list[types.ResourceLink]
+
+
+@dataclass
+class Reply:
+    """A council tool's answer: a verdict, a tool error without one, or the host's work."""
+
+    text: str
+    structured: dict[str, Any]
+    links: Links = field(default_factory=list)
+    is_error: bool = False
+
+
+@dataclass
+class Convening:
+    """One convene call's councils, from the call that started them to their result; with
+    ``host``, later ``submit_answers`` calls carry them on."""
+
+    prepared: Prepared
+    planned: list[tuple[str | None, str]]
+    decision: Decision
+    task: asyncio.Future[CouncilResult]
+    reporter: ProgressReporter
+    host: HostRun | None = None
 
 
 def for_display(text: str) -> str:
@@ -117,8 +151,10 @@ class CouncilServer:
             ),
         )
         self._councils: set[asyncio.Future[CouncilResult]] = set()
+        # Councils waiting on the host's subagents, by the run id their prompts carry.
+        self._waiting: dict[str, Convening] = {}
         self._stopping: asyncio.Future[None] | None = None
-        # convene answers with more than these (see _convene).
+        # convene and submit_answers answer with more than these (see _convene).
         self._tools: dict[str, Callable[[Context, Any], Awaitable[ToolResult]]] = {
             "detect": self._detect,
             "list_runs": self._list_runs,
@@ -148,42 +184,53 @@ class CouncilServer:
         self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         name = params.name
-        links: Links = []
         try:
             spec = BY_NAME.get(name)
             if spec is None:
                 raise RequestError(f"unknown tool {name!r}; tools: {', '.join(BY_NAME)}")
             args = spec.parse(params.arguments or {})
             if name == "convene":
-                text, structured, links = await self._convene(ctx, *args)
+                reply = await self._convene(ctx, args)
+            elif name == "submit_answers":
+                reply = await self._submit(ctx, args)
             else:
                 text, structured = await self._tools[name](ctx, args)
+                reply = Reply(text, structured.model_dump(mode="json"))
         except Exception as exc:  # every failure is a tool error, never a crash
             return error_result(exc)
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=for_display(text)), *links],
-            structured_content=structured.model_dump(mode="json"),
-            is_error=False,
+            content=[types.TextContent(type="text", text=for_display(reply.text)), *reply.links],
+            structured_content=reply.structured,
+            is_error=reply.is_error,
         )
 
-    async def _convene(
-        self, ctx: Context, ask: Ask, as_flags: bool
-    ) -> tuple[str, BaseModel, Links]:
-        from ..deliberation.render import render_deliberation
-        from ..render import render
-
+    async def _convene(self, ctx: Context, call: ConveneCall) -> Reply:
         # A call that came as a /rune line hears about its mistakes as flags, as typed.
-        door = dataclasses.replace(self.door, spelling=FLAGS) if as_flags else self.door
-        prepared = prepare(ask, door)
+        door = dataclasses.replace(self.door, spelling=FLAGS) if call.as_flags else self.door
+        prepared = prepare(call.ask, door)
         decision = await self.consent.decide(
-            ctx.session, ctx.request_id, undecided=prepared.consent_undecided
+            ctx.session, ctx.request_id, prepared, subagents_only=call.subagents_only
         )
+        if decision.needs_consent:
+            return self._needs_consent(decision)
         prepared = prepared.with_consent(decision.allow)
+        host: HostRun | None = None
+        if not _operator_subagent(prepared):
+            run_id = prepared.request.id
+            if run_id in self._waiting:
+                raise RequestError(
+                    f"run {run_id} is waiting for subagent answers already (submit_answers); "
+                    "give this council another id"
+                )
+            host = HostRun(run_id)
+            prepared = prepared.with_options(subagent=host.runtime())
         planned = prepared.runs()
         reporter = ProgressReporter(ctx.session.report_progress, [run_id for _, run_id in planned])
 
         def on_event(result: CouncilResult, event: Any) -> None:
             _record_consent(result, decision)
+            if host is not None:
+                note_dispatch(result, event)
             reporter.on_event(result, event)
 
         task: asyncio.Future[CouncilResult] = asyncio.ensure_future(
@@ -191,8 +238,45 @@ class CouncilServer:
         )
         self._councils.add(task)
         task.add_done_callback(self._councils.discard)
+        convening = Convening(prepared, planned, decision, task, reporter, host)
+        if host is not None:
+            self._waiting[host.run_id] = convening
+            task.add_done_callback(lambda _: self._release(convening))
+        return await self._turn(convening)
+
+    def _release(self, convening: Convening) -> None:
+        # The run is over: its tokens expire, and no later call can reach it.
+        assert convening.host is not None
+        convening.host.close()
+        if self._waiting.get(convening.host.run_id) is convening:
+            del self._waiting[convening.host.run_id]
+
+    async def _submit(self, ctx: Context, args: SubmitArgs) -> Reply:
+        convening = self._waiting.get(args.run_id)
+        if convening is None or convening.host is None:
+            raise RequestError(
+                f"no council run {args.run_id!r} is waiting for subagent answers (it ended, "
+                "or never asked for any)"
+            )
+        host = convening.host
+        taken = host.accept(args.run_id, [(a.slot, a.token, a.answer) for a in args.answers])
+        if host.outstanding():
+            # The host answers the rest in another call (perhaps one running beside this):
+            # only the call that completes the set waits for the council.
+            return self._work(convening, host.hand_out(), taken)
+        convening.reporter.retarget(ctx.session.report_progress)
+        return await self._turn(convening)
+
+    async def _turn(self, convening: Convening) -> Reply:
+        """Wait for the council's result, or for prompts only the host's subagents can
+        answer; the council goes on running between calls while it waits for them."""
+        task, reporter = convening.task, convening.reporter
         try:
-            result = await asyncio.shield(task)
+            if convening.host is not None:
+                work = await convening.host.next_turn(task)
+            else:
+                await asyncio.shield(task)
+                work = None
         except asyncio.CancelledError:
             # The host cancelled: cancel the council once and let it finish its own
             # clean-up (kill the voices, write the run file as cancelled) before leaving.
@@ -201,21 +285,38 @@ class CouncilServer:
                 await task
             reporter.stop()
             raise
+        if work is not None:
+            await reporter.drain()
+            reporter.retarget(None)  # this call is answered; the next one reports
+            return self._work(convening, work)
+        try:
+            result = task.result()
         except BaseException:
             reporter.stop()
             raise
-        _record_consent(result, decision)
+        _record_consent(result, convening.decision)
         await reporter.flush()
+        return self._verdict(convening, result)
+
+    def _verdict(self, convening: Convening, result: CouncilResult) -> Reply:
+        from ..deliberation.render import render_deliberation
+        from ..render import render
+
+        prepared, planned = convening.prepared, convening.planned
         # What the intake noted (a capped n) is in the result's own notes, rendered here.
         text = render(result) + render_deliberation(result)
         if prepared.chain is not None:
             text += f"\nChain {prepared.chain}, each run a resource:\n" + "".join(
                 f"- {run_id} ({template}): {RUN_URI}{run_id}\n" for template, run_id in planned
             )
-        if result.voices_valid == 0:
+        no_verdict = result.shown_status() == "no_verdict"
+        if no_verdict:
             text += (
-                "\nNo voice produced a usable answer; the Notes say why. The server operator "
-                "can add voices (rune council mcp --yes, --subagent-cmd, or endpoints).\n"
+                "\nNO VERDICT: no voice produced a usable answer (the Notes and the dropped "
+                "voices say why). This is not a council result; do not report one. To add "
+                "voices, the user can allow the AI CLIs installed here for this project ("
+                f"{grant_command(self.where, self.settings.env)}), or the server's operator "
+                "can give it a subagent command or endpoints.\n"
             )
         links = (
             [
@@ -230,7 +331,64 @@ class CouncilServer:
             if prepared.chain is not None
             else []
         )
-        return text, result, links
+        return Reply(text, result.model_dump(mode="json"), links, is_error=no_verdict)
+
+    def _work(
+        self, convening: Convening, pending: list[Pending], taken: list[str] | None = None
+    ) -> Reply:
+        """The prompts the council waits for, for the host to run as its own subagents."""
+        assert convening.host is not None
+        run_id = convening.host.run_id
+        prompts = [
+            SubagentPrompt(
+                slot=p.slot,
+                role=p.role,
+                persona=p.persona,
+                token=p.token,
+                expires_in_s=round(p.expires_in(), 1),
+                prompt=p.prompt,
+            )
+            for p in pending
+        ]
+        got = f"Taken: {', '.join(taken)}. " if taken else ""
+        instructions = (
+            f"{got}No verdict yet: council run {run_id} waits for {len(prompts)} answer(s) "
+            "from your own subagents (no external voice may answer these slots). For each "
+            "prompt, start one subagent with none of this conversation, give it the prompt "
+            "exactly as written, and take its reply verbatim; if you cannot start subagents, "
+            "answer each prompt yourself from the prompt alone. Then call submit_answers once "
+            f"with run_id {run_id!r} and, for every prompt, its slot, its token and the reply "
+            "as answer (an empty answer gives a slot up). A slot stops waiting after its "
+            "expires_in_s seconds. These answers count as subagent voices of an unknown model "
+            "family: they never make a council MULTI_FAMILY."
+        )
+        text = instructions + "".join(
+            f"\n\n----- slot {p.slot} ({p.role}), token {p.token} -----\n{p.prompt}"
+            for p in prompts
+        )
+        work = SubagentWork(run_id=run_id, prompts=prompts, instructions=instructions)
+        return Reply(text, work.model_dump(mode="json"))
+
+    def _needs_consent(self, decision: Decision) -> Reply:
+        command = grant_command(self.where, self.settings.env)
+        names = ", ".join(decision.needs_consent)
+        project = self.where.root.parent
+        text = (
+            "rune council: needs consent, so no council was run. It would send the question "
+            f"(and any artifact) to {names}, which pass it to the model services they are "
+            f"configured for, and nobody has allowed that for this project ({project}). Only "
+            "the user can: ask them to run this in their own terminal (it asks them there), "
+            f"then call convene again with the same arguments:\n\n    {command}\n\nIf they "
+            f"would rather keep the question on this machine, call convene again with "
+            f"{SUBAGENTS_ONLY}: true; your own subagents then answer."
+        )
+        needed = ConsentNeeded(
+            command=command,
+            would_send_to=list(decision.needs_consent),
+            project=str(project),
+            instead=f"call convene again with {SUBAGENTS_ONLY}: true",
+        )
+        return Reply(text, needed.model_dump(mode="json"), is_error=True)
 
     async def _detect(self, _ctx: Context, args: DetectArgs) -> ToolResult:
         from ..discovery.assembly import detect_configured
@@ -246,7 +404,10 @@ class CouncilServer:
                 + (f" — {d.detail}" if d.detail else "")
             )
         if not any(d.status == "available" for d in report.detected):
-            lines.append("No AI CLI is available: councils run on subagents only.")
+            lines.append(
+                "No AI CLI is available: convene hands the council's prompts to your own "
+                "subagents (submit_answers takes their replies)."
+            )
         return "\n".join(lines), report
 
     async def _list_runs(self, _ctx: Context, args: ListRunsArgs) -> ToolResult:
@@ -420,10 +581,22 @@ def _tool(spec: ToolSpec) -> types.Tool:
         output_schema=output_schema(spec),
         annotations=types.ToolAnnotations(
             title=spec.title,
-            read_only_hint=spec.name != "convene",
+            read_only_hint=spec.name not in COUNCIL_TOOLS,
             open_world_hint=spec.name == "convene",
         ),
     )
+
+
+def _operator_subagent(prepared: Prepared) -> bool:
+    """Whether something the operator set up takes the slots no voice could serve (a
+    subagent command or endpoint, from the server's flags or council.toml)."""
+    options, config = prepared.options, prepared.options.config
+    configured = config is not None and (
+        config.subagent.command is not None or config.subagent.endpoint is not None
+    )
+    from_endpoints = options.endpoints is not None and options.endpoints.subagent is not None
+    given = options.subagent is not None or options.subagent_command is not None
+    return given or configured or from_endpoints
 
 
 def _record_consent(result: CouncilResult, decision: Decision) -> None:

@@ -31,9 +31,13 @@ from ..council.intake import (
 from ..errors import RequestError
 
 MAX_TRANSCRIPT_CHARS = 2_000_000
-# The one door key of convene: the line a host's /rune command was given, read as flags.
+# The door keys of convene: the line a host's /rune command was given, read as flags, and
+# the user's choice to keep the question on this host (it can only take consent away).
 ARGUMENTS = "arguments"
+SUBAGENTS_ONLY = "subagents_only"
 MAX_ARGUMENTS_CHARS = 40_000
+MAX_ANSWER_CHARS = 1_000_000
+MAX_ANSWERS = 64
 
 
 class _Args(BaseModel):
@@ -64,21 +68,40 @@ def convene_schema() -> dict[str, Any]:
         "into words as a shell would quote them and reads them as data: nothing in it is "
         "expanded or run. The other keys may be given beside it, but not the same one twice.",
     }
+    schema["properties"][SUBAGENTS_ONLY] = {
+        "type": "boolean",
+        "description": "true: send nothing to the external AI CLIs and endpoints; this host's "
+        "own subagents take every slot (convene hands you their prompts). Only when the user "
+        "asked for it, e.g. after a needs-consent answer. It can only keep the question here: "
+        "nothing a call says can allow sending it out.",
+    }
     return schema
 
 
-def convene_ask(arguments: Mapping[str, Any]) -> tuple[Ask, bool]:
-    """The ask a convene call stands for, and whether it came as flags (its mistakes are
-    then told in flag spelling)."""
+@dataclass(frozen=True)
+class ConveneCall:
+    """A convene call as the server runs it: the ask, whether it came as flags (its mistakes
+    are then told in flag spelling), and whether the caller kept it to subagents."""
+
+    ask: Ask
+    as_flags: bool = False
+    subagents_only: bool = False
+
+
+def convene_ask(arguments: Mapping[str, Any]) -> ConveneCall:
+    """The ask a convene call stands for."""
     offered = set(convene_schema()["properties"])
     for key in arguments:
         # An operator's key is let through to be refused with the reason, not as unknown.
         if key not in offered and key not in OPERATOR_ONLY:
             raise AskError([Problem(str(key), unknown_key(str(key), offered))])
-    keys = {k: v for k, v in arguments.items() if k != ARGUMENTS}
+    only = arguments.get(SUBAGENTS_ONLY, False)
+    if not isinstance(only, bool):
+        raise AskError([Problem(SUBAGENTS_ONLY, "must be true or false")])
+    keys = {k: v for k, v in arguments.items() if k not in (ARGUMENTS, SUBAGENTS_ONLY)}
     line = arguments.get(ARGUMENTS)
     if line is None:
-        return parse_ask(keys), False
+        return ConveneCall(parse_ask(keys), False, only)
     if not isinstance(line, str) or len(line) > MAX_ARGUMENTS_CHARS:
         raise AskError(
             [Problem(ARGUMENTS, f"must be one string of at most {MAX_ARGUMENTS_CHARS} characters")]
@@ -87,7 +110,7 @@ def convene_ask(arguments: Mapping[str, Any]) -> tuple[Ask, bool]:
     twice = sorted(set(from_line) & set(keys))
     if twice:
         raise AskError([Problem(twice[0], f"given in {ARGUMENTS} and as a key; give it once")])
-    return parse_ask({**from_line, **keys}), True
+    return ConveneCall(parse_ask({**from_line, **keys}), True, only)
 
 
 class DetectArgs(_Args):
@@ -115,6 +138,64 @@ class TallyArgs(_Args):
         description="A council transcript in the council DSL: '@phase propose|rank|...' "
         "lines, then moves such as 'v1 PROPOSE p1 \"...\"' or 'v2 RANK p2>p1 conf=0.8'.",
     )
+
+
+class SubagentAnswer(_Args):
+    slot: str = Field(min_length=1, max_length=64, description="The slot, as the prompt gave it.")
+    token: str = Field(
+        min_length=1, max_length=256, description="The token that came with that slot's prompt."
+    )
+    answer: str = Field(
+        max_length=MAX_ANSWER_CHARS,
+        description="The subagent's reply, verbatim. An empty string gives the slot up.",
+    )
+
+
+class SubmitArgs(_Args):
+    run_id: str = Field(
+        min_length=1, max_length=128, description="The run_id the prompts came with."
+    )
+    answers: list[SubagentAnswer] = Field(
+        min_length=1,
+        max_length=MAX_ANSWERS,
+        description="One entry per prompt answered; all of them in one call is best.",
+    )
+
+
+class SubagentPrompt(BaseModel):
+    slot: str = Field(description="Which of the council's slots this is (v1, v2, ...).")
+    role: str = Field(
+        description="The slot's role: standard, perturbation (the question framed the other "
+        "way), devils_advocate, or ballot (a later stage's question to a member)."
+    )
+    persona: str | None = Field(default=None, description="The persona the prompt assigns.")
+    token: str = Field(description="Give it back with this slot's answer; it works once.")
+    expires_in_s: float = Field(description="Seconds left before the council stops waiting.")
+    prompt: str = Field(description="The whole prompt, to hand to one subagent as it is.")
+
+
+class SubagentWork(BaseModel):
+    """No verdict yet: the council waits for the host's subagents."""
+
+    needs_answers: bool = Field(
+        default=True, description="Always true: the council waits for these answers."
+    )
+    verdict: None = Field(default=None, description="No verdict yet.")
+    run_id: str
+    prompts: list[SubagentPrompt]
+    instructions: str
+
+
+class ConsentNeeded(BaseModel):
+    """No council was run: nobody has allowed sending the question out, and only the user
+    can (a tool error, with what to tell them)."""
+
+    needs_consent: bool = Field(default=True, description="Always true.")
+    verdict: None = Field(default=None, description="No council was run.")
+    command: str = Field(description="The one command the user runs, in their own terminal.")
+    would_send_to: list[str] = Field(description="The AI CLIs and endpoints it would reach.")
+    project: str
+    instead: str = Field(description="How to keep the question on this machine instead.")
 
 
 class RunRow(BaseModel):
@@ -192,8 +273,23 @@ TOOLS: tuple[ToolSpec, ...] = (
         "consensus, dissent, needs_decision). Give the question and options as keys, or "
         "what the user typed after `/rune council` as `arguments`. A `template` presets a kind "
         "of review; a `chain` runs councils in order (the result is the last one's, the text "
-        "lists every run). Progress is reported per voice, through deliberation and rounds.",
+        "lists every run). Progress is reported per voice, through deliberation and rounds. "
+        "Two answers are not verdicts: a tool error with needs_consent (only the user can "
+        "allow sending the question out: tell them the command it names), and needs_answers "
+        "(no external voice may answer: run each prompt as a subagent of your own and give "
+        "the replies to submit_answers). A council where no voice answered is a tool error.",
         None,
+        CouncilResult,
+    ),
+    ToolSpec(
+        "submit_answers",
+        "Submit subagent answers",
+        "Give the council the answers of the subagents you ran for the prompts convene (or an "
+        "earlier submit_answers) handed you: the run_id, and for each prompt its slot, its "
+        "token and the subagent's reply verbatim. Each token works once, for its own slot of "
+        "its own run, until the council stops waiting. The answers are checked like any "
+        "voice's; the result is the verdict, or more prompts when a later stage needs them.",
+        SubmitArgs,
         CouncilResult,
     ),
     ToolSpec(
@@ -208,8 +304,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "list_runs",
         "List council runs",
         "Recent council runs in this project, newest first: id, status (running, complete, "
-        "cancelled, failed, abandoned), decorrelation stamp, valid/requested voices, and the "
-        "rune://runs/<id> resource of each.",
+        "no_verdict, cancelled, failed, abandoned), decorrelation stamp, valid/requested "
+        "voices, and the rune://runs/<id> resource of each.",
         ListRunsArgs,
         RunList,
     ),
@@ -263,5 +359,35 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+# The tools that answer with a verdict or, while the council waits for the host's
+# subagents, with their prompts.
+COUNCIL_TOOLS = frozenset({"convene", "submit_answers"})
+
+
+@functools.cache
+def council_or_work_schema() -> dict[str, Any]:
+    """A CouncilResult; the SubagentWork of a council waiting on the host; or, with a tool
+    error, ConsentNeeded. One object schema whose branches share the definitions at the
+    top (some clients check a tool error's structured part against it too)."""
+    branches = [
+        model.model_json_schema(mode="serialization")
+        for model in (CouncilResult, SubagentWork, ConsentNeeded)
+    ]
+    defs: dict[str, Any] = {}
+    for branch in branches:
+        defs.update(branch.pop("$defs", {}))
+    return {
+        "type": "object",
+        "title": "CouncilResult, SubagentWork or ConsentNeeded",
+        "description": "The council's result; or (needs_answers: true, no verdict) the "
+        "prompts it waits for from the host's subagents; or (needs_consent: true, a tool "
+        "error) the command only the user can run to allow sending the question out.",
+        "anyOf": branches,
+        "$defs": defs,
+    }
+
+
 def output_schema(spec: ToolSpec) -> dict[str, Any]:
+    if spec.name in COUNCIL_TOOLS:
+        return council_or_work_schema()
     return spec.output.model_json_schema(mode="serialization")

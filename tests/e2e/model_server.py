@@ -129,7 +129,7 @@ class ModelServer:
     calls answer that HTTP status with the vendor's error body instead.
     ``tool_calls[protocol]`` is called with each model request's decoded body; when it
     returns a ToolCall, that request is answered with a call of that tool instead of text
-    (anthropic and gemini so far).
+    (anthropic, gemini and openai-responses so far).
     """
 
     def __init__(self, *, keep_bodies: bool = False) -> None:
@@ -642,17 +642,28 @@ class _Handler(BaseHTTPRequestHandler):
         if self._failure(OPENAI_RESPONSES, **record):
             return
         self._record(OPENAI_RESPONSES, 200, **record)
-        answer = self.model_server.answer_for(OPENAI_RESPONSES, prompt)
+        script = self.model_server.tool_calls.get(OPENAI_RESPONSES)
+        call = script(body) if script is not None else None
+        answer = "" if call is not None else self.model_server.answer_for(OPENAI_RESPONSES, prompt)
         response_id, item_id = _new_id("resp"), _new_id("msg")
         input_tokens = _token_count(json.dumps(body.get("input", "")))
         output_tokens = _token_count(answer)
-        item = {
+        item: dict[str, Any] = {
             "id": item_id,
             "type": "message",
             "status": "completed",
             "role": "assistant",
             "content": [{"type": "output_text", "text": answer, "annotations": []}],
         }
+        if call is not None:
+            item = {
+                "id": _new_id("fc"),
+                "type": "function_call",
+                "status": "completed",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": json.dumps(call.arguments),
+            }
         response: dict[str, Any] = {
             "id": response_id,
             "object": "response",
@@ -681,6 +692,28 @@ class _Handler(BaseHTTPRequestHandler):
             "response.created",
             response={**response, "status": "in_progress", "output": [], "usage": None},
         )
+        if call is not None:
+            event(
+                "response.output_item.added",
+                output_index=0,
+                item={**item, "status": "in_progress", "arguments": ""},
+            )
+            event(
+                "response.function_call_arguments.delta",
+                item_id=item["id"],
+                output_index=0,
+                delta=item["arguments"],
+            )
+            event(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=0,
+                arguments=item["arguments"],
+            )
+            event("response.output_item.done", output_index=0, item=item)
+            event("response.completed", response=response)
+            self._end_stream()
+            return
         event(
             "response.output_item.added",
             output_index=0,

@@ -7,7 +7,8 @@ the command tells it to. The host starts the installed MCP server, the council r
 voices are fake CLIs run as real processes), and the host hands the result back to the model
 in its next request, where the test reads it. The question carries quotes, `$(...)` and
 backticks, and the options a template and rounds; all of it must reach the run file as
-text, and nothing in it may run. Codex gets a narrower test (see its docstring).
+text, and nothing in it may run. Codex gets a narrower test (see its docstring). The flows
+of a fresh project (consent, the host's own subagents) are in test_host_flow_real.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ import jsonschema
 import pytest
 
 from tests.e2e.clis import INSTALL_HINT, STUB_MODEL, cli_environment, node_bin_dir
-from tests.e2e.model_server import ANTHROPIC, GEMINI, ModelServer, RecordedRequest, ToolCall
+from tests.e2e.model_server import (
+    ANTHROPIC,
+    GEMINI,
+    OPENAI_RESPONSES,
+    ModelServer,
+    RecordedRequest,
+    ToolCall,
+)
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, ROLLBACK, SHARDS, UNDO, answer
 
@@ -297,16 +305,27 @@ def test_gemini_slash_command_convenes_the_council_through_the_installed_server(
 # --------------------------------------------------------------------------- Codex
 
 
-def test_codex_reads_the_installed_rune_skill_and_mcp_server(tmp_path: Path) -> None:
+def _function_outputs(body: Any) -> list[dict[str, Any]]:
+    items = body.get("input", []) if isinstance(body, dict) else []
+    return [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+
+
+def test_codex_reads_the_installed_rune_skill_and_starts_its_mcp_server(tmp_path: Path) -> None:
     """Codex 0.171 offers MCP tools only behind its own tool search, which the loopback
-    server does not speak, so here the real codex shows that it reads what the install
-    wrote: the server entry as ``codex mcp get`` parses it, and the ``$rune`` skill and the
-    arguments reaching the model when the user mentions it."""
+    server does not speak: a call of the council's convene or submit_answers by name is
+    "unsupported call". So here the real codex shows what it can: the server entry as
+    ``codex mcp get`` parses it; the ``$rune`` skill (with the subagent protocol) and the
+    arguments reaching the model when the user mentions it; and, when its model lists the
+    council's MCP resources, that codex starts the installed server and talks to it."""
     codex, node = node_bin_dir() / "codex", shutil.which("node")
     if not codex.exists() or node is None:
         pytest.fail(f"codex or node not found: {INSTALL_HINT}", pytrace=False)
     typed = TYPED.replace("/rune", "$rune", 1)
+    listing = ToolCall("list_mcp_resources", {"server": "council"})
     with ModelServer(keep_bodies=True) as server:
+        server.tool_calls[OPENAI_RESPONSES] = lambda body: (
+            None if _function_outputs(body) else listing
+        )
         env = _host_env(tmp_path, server, _voices(tmp_path))
         config = Path(env["CODEX_HOME"]) / "config.toml"
         users_own = config.read_bytes()
@@ -346,6 +365,11 @@ def test_codex_reads_the_installed_rune_skill_and_mcp_server(tmp_path: Path) -> 
     sent = json.dumps(requests[0].body)
     assert json.dumps(typed)[1:-1] in sent  # the user's message, every character as typed
     assert "<name>rune</name>" in sent and "Start with the stamp" in sent
+    assert "mcp__council__submit_answers" in sent and "needs_consent" in sent
+    (listed,) = [o for r in requests for o in _function_outputs(r.body)]
+    assert listed["call_id"] == listing.id
+    resources = json.loads(listed["output"])["resources"]
+    assert {r["uri"] for r in resources} == {"rune://contract/council-result"}
 
     _install("codex", env, "--uninstall")
     assert config.read_bytes() == users_own

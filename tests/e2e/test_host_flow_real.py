@@ -1,0 +1,391 @@
+"""`/rune council` in a fresh project, typed into the real, pinned Claude Code and Gemini CLI.
+
+Each test installs into a fresh HOME as a user would and runs the host headless with the
+slash command; the loopback ModelServer plays the host's model and follows what the
+installed command tells it: call convene with the arguments, and on `needs_answers` run each
+prompt as a subagent ("running" one here means answering the prompt from the prompt alone,
+as a subagent would) and hand the replies to submit_answers. Every run ends with a stamped
+result or with an instruction for the user, never with an empty council.
+
+- The consent path: nobody has allowed sending the question out, so the tool answers
+  needs-consent with the one command to run; the user runs it on their terminal; the next
+  `/rune council` gets voices. There one CLI fails, its slot goes to the host's subagent,
+  and the result carries that voice as `is_fallback`.
+- The subagent path: no AI CLI on the machine at all; the host's subagents take every slot.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.e2e.clis import INSTALL_HINT, STUB_MODEL, cli_environment, node_bin_dir
+from tests.e2e.model_server import ANTHROPIC, GEMINI, ModelServer, RecordedRequest, ToolCall
+from tests.e2e.test_install_host_real import (
+    _arguments,
+    _claude_result_text,
+    _claude_text,
+    _claude_tools,
+    _gemini_parts,
+    _gemini_tools,
+    _install,
+    _model_requests,
+)
+from tests.fakes.bin import install_fake, path_with
+from tests.helpers import PLAN, ROLLBACK, SHARDS, UNDO, answer
+from tests.host_flow import consent_on_a_terminal, subagent_reply
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((REPO / "contracts" / "council-result.schema.json").read_text())
+QUESTION = "Is the sharding plan in plan.md safe to run as written?"
+FINAL = "Done: I reported what the council said."
+
+
+def _typed(run_id: str) -> str:
+    return f'/rune council "{QUESTION}" --mode critique --artifact plan.md --id {run_id}'
+
+
+@dataclass
+class Turn:
+    """A tool result the host handed back to its model."""
+
+    tool: str
+    is_error: bool
+    payload: Any  # the structured part when the host passed it on, else the text
+
+
+@dataclass
+class ScriptedModel:
+    """The host's model, doing what the installed /rune command says, turn by turn."""
+
+    convene: str
+    submit: str
+    calls: list[ToolCall] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+
+    def next_call(self, arguments: str, seen: list[Turn]) -> ToolCall | None:
+        """The model's next step, given every result of its calls so far (the request
+        carries the whole conversation)."""
+        if len(seen) < len(self.calls):
+            return None  # not a turn after a result of ours (the host asking on its own)
+        self.turns = seen
+        last = seen[-1] if seen else None
+        if last is None:
+            head, _, rest = arguments.partition(" ")
+            assert head == "council", arguments
+            call = ToolCall(self.convene, {"arguments": rest})
+        elif isinstance(last.payload, dict) and last.payload.get("needs_answers") is True:
+            work = last.payload
+            answers = [
+                {"slot": p["slot"], "token": p["token"], "answer": subagent_reply(p["prompt"])}
+                for p in work["prompts"]
+            ]
+            call = ToolCall(self.submit, {"run_id": work["run_id"], "answers": answers})
+        else:
+            return None  # a verdict or an instruction: the model reports it
+        self.calls.append(call)
+        return call
+
+
+_RUN = re.compile(r"call submit_answers once with run_id '(?P<run>[^']+)'")
+_SLOT = re.compile(
+    r"^----- slot (?P<slot>\S+) \((?P<role>[^)]*)\), token (?P<token>\S+) -----$", re.M
+)
+
+
+def _work_from_text(text: str) -> dict[str, Any] | None:
+    """The prompts as the text part lays them out, for a host that shows its model only
+    that (Gemini CLI does): everything a model needs is in the text too."""
+    run = _RUN.search(text)
+    slots = list(_SLOT.finditer(text))
+    if run is None or not slots:
+        return None
+    ends = [m.start() for m in slots[1:]] + [len(text)]
+    prompts = [
+        {
+            "slot": m["slot"],
+            "role": m["role"],
+            "token": m["token"],
+            "prompt": text[m.end() + 1 : end],
+        }
+        for m, end in zip(slots, ends, strict=True)
+    ]
+    return {"needs_answers": True, "run_id": run["run"], "prompts": prompts, "from_text": True}
+
+
+def _payload(text: str) -> Any:
+    """The structured part when the host passed it on, else what the text says."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _work_from_text(text) or text
+
+
+def _voices(tmp_path: Path, *, codex_fails: bool = False, argv_log: Path | None = None) -> Path:
+    voices = tmp_path / "voices"
+    log = {"argv_log": str(argv_log)} if argv_log is not None else {}
+    install_fake(voices, "claude", answer=answer(QUESTION, "NO", [ROLLBACK]), **log)
+    codex = {"mode": "crash"} if codex_fails else {}
+    install_fake(voices, "codex", answer=answer(QUESTION, "NO", [UNDO]), **codex, **log)
+    install_fake(voices, "gemini", answer=answer(QUESTION, "YES", [SHARDS]), **log)
+    return voices
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "plan.md").write_text(PLAN, encoding="utf-8")
+    return project
+
+
+def _run_file(project: Path, run_id: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(
+        (project / ".rune" / "council" / f"run-{run_id}.json").read_text(encoding="utf-8")
+    )
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+# --------------------------------------------------------------------------- the hosts
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    convene: str
+    submit: str
+    protocol: str
+    # (the env, the scripted model, the server) -> the host's run of the typed command
+    run: Callable[[Path, dict[str, str], str], subprocess.CompletedProcess[str]]
+    turns: Callable[[dict[str, Any], ScriptedModel], tuple[str | None, list[Turn]]]
+
+
+def _claude_turns(body: dict[str, Any], model: ScriptedModel) -> tuple[str | None, list[Turn]]:
+    """The /rune arguments the request carries, and the results of the model's calls in it."""
+    if model.convene not in _claude_tools(body):
+        return None, []
+    names = {c.id: c.name for c in model.calls}
+    seen: list[Turn] = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, list):
+            continue
+        for part in content:
+            if part.get("type") == "tool_result" and part.get("tool_use_id") in names:
+                shown = part.get("content")
+                text = shown if isinstance(shown, str) else shown[0]["text"]
+                payload = _payload(_claude_result_text(text))
+                seen.append(Turn(names[part["tool_use_id"]], bool(part.get("is_error")), payload))
+    return _arguments(_claude_text(body)), seen
+
+
+def _run_claude(project: Path, env: dict[str, str], typed: str) -> subprocess.CompletedProcess[str]:
+    claude = node_bin_dir() / "claude"
+    # Print mode connects MCP servers in the background unless told to wait for them.
+    env = {**env, "MCP_CONNECTION_NONBLOCKING": "0"}
+    return subprocess.run(
+        [str(claude), "-p", "--model", STUB_MODEL, "--output-format", "json", typed],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def _gemini_turns(body: dict[str, Any], model: ScriptedModel) -> tuple[str | None, list[Turn]]:
+    if model.convene not in _gemini_tools(body):
+        return None, []
+    text = "\n".join(p.get("text", "") for p in _gemini_parts(body))
+    seen: list[Turn] = []
+    for part in _gemini_parts(body):
+        response = part.get("functionResponse")
+        if response is None or response.get("name") not in (model.convene, model.submit):
+            continue
+        shown = response.get("response", {})
+        # Gemini CLI gives its model the text part, fenced as untrusted, under "output" (or
+        # "error" for a tool error).
+        is_error = "error" in shown
+        text = str(shown.get("error") or shown.get("output") or "")
+        text = text.removeprefix("<untrusted_context>\n").removesuffix("\n</untrusted_context>")
+        seen.append(Turn(response["name"], is_error, _payload(text)))
+    return _arguments(text), seen
+
+
+def _run_gemini(project: Path, env: dict[str, str], typed: str) -> subprocess.CompletedProcess[str]:
+    gemini, node = node_bin_dir() / "gemini", shutil.which("node")
+    assert node is not None
+    return subprocess.run(
+        [node, str(gemini), "-o", "json", "--skip-trust", "-p", typed],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+HOSTS = {
+    "claude": Host(
+        "claude",
+        "mcp__council__convene",
+        "mcp__council__submit_answers",
+        ANTHROPIC,
+        _run_claude,
+        _claude_turns,
+    ),
+    "gemini": Host(
+        "gemini",
+        "mcp_council_convene",
+        "mcp_council_submit_answers",
+        GEMINI,
+        _run_gemini,
+        _gemini_turns,
+    ),
+}
+
+
+def _host(name: str) -> Host:
+    binary = node_bin_dir() / name
+    if not binary.exists() or shutil.which("node") is None:
+        pytest.fail(f"{name} or node not found: {INSTALL_HINT}", pytrace=False)
+    return HOSTS[name]
+
+
+@dataclass
+class Session:
+    """One `/rune council` typed into the host: what its model saw and what it printed."""
+
+    model: ScriptedModel
+    out: subprocess.CompletedProcess[str]
+    requests: list[RecordedRequest]
+
+
+def _type_into(
+    host: Host, server: ModelServer, project: Path, env: dict[str, str], typed: str
+) -> Session:
+    model = ScriptedModel(host.convene, host.submit)
+
+    def script(body: Any) -> ToolCall | None:
+        arguments, seen = host.turns(body, model)
+        if arguments is None and not seen:
+            return None  # not the conversation the command started
+        return model.next_call(arguments or "", seen)
+
+    server.tool_calls[host.protocol] = script
+    server.answers[host.protocol] = FINAL
+    server.requests.clear()
+    out = host.run(project, env, typed)
+    session = Session(model, out, _model_requests(server, host.protocol))
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
+    return session
+
+
+def _host_env(tmp_path: Path, server: ModelServer, host: Host, path: str) -> dict[str, str]:
+    env = cli_environment(tmp_path, server)
+    env["PATH"] = path  # the council's MCP server finds the fakes, or no CLI at all
+    if host.name == "gemini":
+        # Gemini CLI hands its MCP servers no variable whose name looks like a secret unless
+        # the user allows it; the codex voice reads its provider's key from OPENAI_API_KEY.
+        settings = Path(env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json"
+        users_own = json.loads(settings.read_text())
+        users_own["security"]["environmentVariableRedaction"] = {"allowed": ["OPENAI_API_KEY"]}
+        settings.write_text(json.dumps(users_own))
+    return env
+
+
+def _final_turn(session: Session) -> Turn:
+    assert session.model.turns, "the host handed no tool result back to its model"
+    return session.model.turns[-1]
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("name", ["claude", "gemini"])
+def test_a_fresh_project_asks_the_user_then_convenes_with_a_fallback_slot(
+    tmp_path: Path, name: str
+) -> None:
+    host = _host(name)
+    project = _project(tmp_path)
+    argv_log = tmp_path / "argv.log"
+    voices = _voices(tmp_path, codex_fails=True, argv_log=argv_log)
+    with ModelServer(keep_bodies=True) as server:
+        env = _host_env(tmp_path, server, host, path_with(voices))
+        _install(host.name, env)
+        first = _type_into(host, server, project, env, _typed("c1"))
+
+        # Nobody has allowed it: the model was told what the user must run, and no council ran.
+        told = _final_turn(first)
+        assert told.tool == host.convene and told.is_error and len(first.model.calls) == 1
+        shown = json.dumps(told.payload)
+        command = re.search(r"(\S+ )+?council consent --rune-dir \S+?(?=[\"'\\]|$)", shown)
+        assert command is not None, shown[:2000]
+        assert f"--rune-dir {project / '.rune'}" in command.group(0)
+        assert "needs consent" in shown or "needs_consent" in shown
+        assert not argv_log.exists(), "an AI CLI was sent the question without consent"
+        assert not (project / ".rune" / "council" / "run-c1.json").exists()
+
+        # The user runs it on their own terminal and says yes.
+        code, printed = consent_on_a_terminal(
+            project, env, "y", "--rune-dir", str(project / ".rune")
+        )
+        assert code == 0 and "allowed for" in printed, printed
+
+        second = _type_into(host, server, project, env, _typed("c1"))
+
+    # The next call gets voices; codex fails, and its slot is the host's subagent's.
+    turns = second.model.turns
+    calls = second.model.calls
+    assert [c.name for c in calls] == [host.convene, host.submit], turns
+    work = turns[0].payload
+    assert work["needs_answers"] is True and [p["slot"] for p in work["prompts"]] == ["v2"]
+    assert not turns[-1].is_error
+    doc = _run_file(project, "c1")
+    assert doc["status"] == "complete" and doc["decorrelation"] == "MULTI_FAMILY"
+    assert doc["runtime_report"]["consent"].startswith("granted (the user's yes for this project")
+    v2 = next(v for v in doc["voices"] if v["id"] == "v2")
+    assert v2["is_fallback"] is True and v2["runtime"] == "host-subagent"
+    assert v2["status"] == "complete" and v2["attempts"][0]["runtime"] == "codex"
+    assert doc["runtime_report"]["degraded_to_subagent"] == ["v2"]
+    verdict = json.dumps(turns[-1].payload)
+    assert "MULTI_FAMILY" in verdict and "c1" in verdict
+    assert not any(p["token"] in json.dumps(doc) for p in work["prompts"])
+
+
+@pytest.mark.parametrize("name", ["claude", "gemini"])
+def test_with_no_ai_cli_the_hosts_subagents_take_every_slot(tmp_path: Path, name: str) -> None:
+    host = _host(name)
+    project = _project(tmp_path)
+    nothing = tmp_path / "no-clis"
+    nothing.mkdir()
+    with ModelServer(keep_bodies=True) as server:
+        env = _host_env(tmp_path, server, host, path_with(nothing))
+        _install(host.name, env)
+        session = _type_into(host, server, project, env, _typed("s1"))
+
+    assert [c.name for c in session.model.calls] == [host.convene, host.submit]
+    work = session.model.turns[0].payload
+    assert [p["slot"] for p in work["prompts"]] == ["v1", "v2", "v3"]
+    assert all("No rollback step is defined." in p["prompt"] for p in work["prompts"])
+    final = session.model.turns[-1]
+    assert not final.is_error
+    doc = _run_file(project, "s1")
+    assert doc["status"] == "complete" and doc["voices_valid"] == 3
+    # The host's own model: one unknown family, so no consensus is claimed from it.
+    assert doc["decorrelation"] == "NO_DECORRELATION"
+    assert {(v["source"], v["runtime"], v["model_family"]) for v in doc["voices"]} == {
+        ("subagent", "host-subagent", "unknown")
+    }
+    assert "NO_DECORRELATION" in json.dumps(final.payload)
