@@ -70,6 +70,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "council",
             "council.intake",  # the one typed ask every door parses into
+            "council.eval_items",  # an eval's items as reviews, and its run files as records
             "verify",  # re-runs the council's own judging on a run file
             "render",  # the text form of a result, shared by every door
             "demo",  # the simulated voices of ``rune council demo``

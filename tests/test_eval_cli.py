@@ -1,0 +1,246 @@
+"""`rune council eval` as a user runs it: fake AI CLIs as real processes, scripted per item to
+anchor at (or away from) the seeded lines, and the report's figures checked against that."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rune_council.evaluation.report import EvalReport
+from rune_council.testing import answer_for, claim
+from tests.fakes.bin import install_fake, path_with
+
+SEEDED = 3
+AWAY = 9
+LINES = 10
+
+
+def post_image(key: str) -> str:
+    # Lines long enough that a quote of one identifies it.
+    body = [f"def {key}(x):"]
+    body += [f"    value_{i} = compute_total(x, step={i}) + offset" for i in range(1, LINES - 1)]
+    return "\n".join([*body, f"    return value_{LINES - 2}"]) + "\n"
+
+
+FLAWED = ("f1", "f2", "f3")
+CLEAN = ("c1", "c2")
+
+
+def path_of(key: str) -> str:
+    return f"item_{key}.py"
+
+
+def on(voice: str, key: str, line: int) -> dict[str, Any]:
+    text = post_image(key).splitlines()[line - 1].strip()
+    place = f"{path_of(key)}:{line}"
+    # Each voice words it its own way: the same words from two families is a warning sign.
+    said = f"{voice} finds the step passed to compute_total wrong on line {line}"
+    return claim(said, anchor=place, ref=place, quote=text, severity="MUST")
+
+
+# What each voice says on each item: the lines it anchors a claim at.
+SCRIPT: dict[str, dict[str, list[int]]] = {
+    # catches every flaw, never a false alarm
+    "claude": {"f1": [SEEDED], "f2": [SEEDED], "f3": [SEEDED]},
+    # catches one flaw, misses two by anchoring far away, and raises one false alarm
+    "codex": {"f1": [SEEDED], "f2": [AWAY], "f3": [AWAY], "c1": [4]},
+    # says nothing anywhere: it scores nothing, and precision is undefined
+    "gemini": {},
+}
+
+
+def dataset(tmp: Path, extra: list[str] | None = None) -> Path:
+    lines = []
+    for key in (*FLAWED, *CLEAN):
+        flawed = key in FLAWED
+        lines.append(
+            json.dumps(
+                {
+                    "id": key,
+                    "label": "flawed" if flawed else "clean",
+                    "path": path_of(key),
+                    "pre_image": f"def {key}(x):\n    pass\n",
+                    "post_image": post_image(key),
+                    "seeded": [{"path": path_of(key), "line": SEEDED}] if flawed else [],
+                }
+            )
+        )
+    path = tmp / "items.jsonl"
+    path.write_text("\n".join(lines + (extra or [])) + "\n")
+    return path
+
+
+def fakes(tmp: Path, **settings: str | float | Path) -> None:
+    for name, script in SCRIPT.items():
+        folder = tmp / "answers" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for key in (*FLAWED, *CLEAN):
+            claims = [on(name, key, line) for line in script.get(key, [])]
+            answer = answer_for("__QUESTION__", "NO" if claims else "YES", claims)
+            (folder / f"{path_of(key)}.answer").write_text(answer)
+        install_fake(
+            tmp / "bin",
+            name,
+            answer=answer_for("__QUESTION__", "YES", []),
+            mode="answer_question",
+            answer_dir=str(folder),
+            **{k: str(v) for k, v in settings.items()},
+        )
+
+
+def env(tmp: Path) -> dict[str, str]:
+    return {
+        "PATH": path_with(tmp / "bin"),
+        "HOME": str(tmp),
+        "LANG": "C.UTF-8",
+        "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
+    }
+
+
+def argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "rune_council.cli", "council", "eval", *args]
+
+
+def rune(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv(*args),
+        cwd=tmp,
+        env=env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def arm(report: EvalReport, name: str) -> Any:
+    return next(a for a in report.arms if a.name == name)
+
+
+def figures(report: EvalReport, name: str) -> tuple[Any, Any, Any]:
+    a = arm(report, name)
+    return a.recall.value, a.false_alarm.value, a.precision.value
+
+
+def test_the_report_scores_each_voice_as_it_was_scripted(tmp_path: Path) -> None:
+    fakes(tmp_path)
+    out = rune(tmp_path, str(dataset(tmp_path)), "--json")
+    assert out.returncode == 0, out.stderr
+    report = EvalReport.model_validate_json(out.stdout)
+    assert (report.items, report.flawed, report.clean) == (5, 3, 2)
+    assert figures(report, "voice:claude") == (1.0, 0.0, 1.0)
+    # four items alarmed (f1, f2, f3, c1), one of them a hit
+    assert figures(report, "voice:codex") == (1 / 3, 0.5, 1 / 4)
+    recall, false_alarm, precision = figures(report, "voice:gemini")
+    assert (recall, false_alarm) == (0.0, 0.0)
+    assert precision is None
+    assert arm(report, "voice:gemini").precision.reason == "no alarm raised"
+    # Only f1 has two families on the seeded line: that is the council's one consensus hit.
+    assert figures(report, "council:consensus")[0] == 1 / 3
+    # With under ten items the best voice is chosen in-sample, and the report says so.
+    best = arm(report, "best-voice")
+    assert best.choices and all(c.in_sample for c in best.choices)
+    assert best.choices[0].voice == "claude"
+    assert {c.arm for c in report.comparisons} >= {"majority", "council:consensus"}
+    assert all(0.0 <= c.holm_p <= 1.0 for c in report.comparisons)
+    results = tmp_path / ".rune" / "eval" / "items" / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == sorted([*FLAWED, *CLEAN])
+
+
+def test_the_text_report_shows_the_table_and_a_second_run_reruns_nothing(tmp_path: Path) -> None:
+    fakes(tmp_path, pid_file=tmp_path / "pids")
+    path = dataset(tmp_path)
+    first = rune(tmp_path, str(path))
+    assert first.returncode == 0, first.stderr
+    assert "voice:claude" in first.stdout and "1.00 (3/3)" in first.stdout
+    assert "voice:gemini precision: \u2014 no alarm raised" in first.stdout
+    assert "effective independent votes" in first.stdout
+    calls = len((tmp_path / "pids").read_text().split())
+    second = rune(tmp_path, str(path))
+    assert second.returncode == 0, second.stderr
+    assert len((tmp_path / "pids").read_text().split()) == calls  # no voice ran again
+    table = [line for line in first.stdout.splitlines() if line.startswith("voice:")]
+    assert table == [line for line in second.stdout.splitlines() if line.startswith("voice:")]
+
+
+def test_hostile_dataset_lines_are_named_by_number_and_nothing_runs(tmp_path: Path) -> None:
+    fakes(tmp_path)
+    bad = [
+        "{not json",
+        json.dumps(
+            {
+                "id": "x1",
+                "label": "flawed",
+                "path": "a.py",
+                "pre_image": "",
+                "post_image": "x\n",
+                "seeded": [{"path": "a.py", "line": 1}],
+                "seded": [],
+            }
+        ),
+        json.dumps(
+            {
+                "id": "../../etc/x",
+                "label": "clean",
+                "path": "a.py",
+                "pre_image": "",
+                "post_image": "x\n",
+            }
+        ),
+        json.dumps(
+            {"id": "x2", "label": "flawed", "path": "a.py", "pre_image": "", "post_image": "x\n"}
+        ),
+        json.dumps(
+            {"id": "f1", "label": "clean", "path": "a.py", "pre_image": "", "post_image": "x\n"}
+        ),
+        "x" * (4 * 1024 * 1024 + 10),
+    ]
+    out = rune(tmp_path, str(dataset(tmp_path, bad)))
+    assert out.returncode == 2, out.stderr
+    assert "line 6: not JSON" in out.stderr
+    assert "line 7: unknown key 'seded' (closest valid key: 'seeded')" in out.stderr
+    assert "line 8: id '../../etc/x' is not a run id" in out.stderr
+    assert "line 9: a flawed item names at least one seeded place" in out.stderr
+    assert "line 10: id 'f1' is already used by an earlier line" in out.stderr
+    assert "line 11: longer than 4194304 bytes" in out.stderr
+    assert "6 bad line(s)" in out.stderr and "nothing was run" in out.stderr
+    assert not (tmp_path / ".rune" / "council").exists()
+
+
+def test_ctrl_c_mid_eval_loses_nothing_and_a_rerun_completes(tmp_path: Path) -> None:
+    fakes(tmp_path, sleep_s=120, pid_file=tmp_path / "pids")
+    path = dataset(tmp_path)
+    proc = subprocess.Popen(
+        argv(str(path), "-c", "1"),
+        cwd=tmp_path,
+        env=env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A shell that runs the suite in the background ignores SIGINT; a terminal never does.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 90
+    pids: list[str] = []
+    while time.monotonic() < deadline:
+        pids = (tmp_path / "pids").read_text().split() if (tmp_path / "pids").exists() else []
+        if len(pids) >= 6:  # one council, three voices, all started
+            break
+        time.sleep(0.05)
+    assert len(pids) >= 6, pids
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "eval stopped" in err and "the next run picks up the rest" in err
+    fakes(tmp_path)  # the voices answer at once now
+    out = rune(tmp_path, str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    report = EvalReport.model_validate_json(out.stdout)
+    assert figures(report, "voice:claude") == (1.0, 0.0, 1.0)
+    assert all(a.unanswered == 0 for a in report.arms if a.kind == "voice")
