@@ -27,8 +27,8 @@ def post_image(key: str) -> str:
     return "\n".join([*body, f"    return value_{LINES - 2}"]) + "\n"
 
 
-FLAWED = ("f1", "f2", "f3")
-CLEAN = ("c1", "c2")
+FLAWED: tuple[str, ...] = ("f1", "f2", "f3")
+CLEAN: tuple[str, ...] = ("c1", "c2")
 
 
 def path_of(key: str) -> str:
