@@ -244,3 +244,49 @@ def test_ctrl_c_mid_eval_loses_nothing_and_a_rerun_completes(tmp_path: Path) -> 
     report = EvalReport.model_validate_json(out.stdout)
     assert figures(report, "voice:claude") == (1.0, 0.0, 1.0)
     assert all(a.unanswered == 0 for a in report.arms if a.kind == "voice")
+
+
+def test_builtin_humaneval_items_are_reviewed_and_scored_at_their_mutated_lines(
+    tmp_path: Path,
+) -> None:
+    from rune_council.council.eval_items import from_humaneval
+
+    items = from_humaneval(2, 0)  # what the command will draw with the same limit and seed
+    assert {i.label for i in items} == {"flawed", "clean"}
+    for name in ("claude", "codex", "gemini"):
+        folder = tmp_path / "answers" / name
+        folder.mkdir(parents=True)
+        for item in items:
+            claims = []
+            if name == "claude" and item.seeded:
+                place = item.seeded[0]
+                text = item.post_image.splitlines()[place.line - 1].strip()
+                ref = f"{place.path}:{place.line}"
+                claims = [
+                    claim("the changed test decides wrongly", anchor=ref, ref=ref, quote=text)
+                ]
+            # The question names the item ("item <id>: ..."), so each fake knows which it reviews.
+            answer = answer_for("__QUESTION__", "NO" if claims else "YES", claims)
+            (folder / f"item {item.id}:.answer").write_text(answer)
+        install_fake(
+            tmp_path / "bin",
+            name,
+            answer=answer_for("__QUESTION__", "YES", []),
+            mode="answer_question",
+            answer_dir=str(folder),
+        )
+    out = rune(tmp_path, "--builtin", "humaneval", "--limit", "2", "--seed", "0", "--json")
+    assert out.returncode == 0, out.stderr
+    assert "runs each problem's own tests" in out.stderr and "sandboxed" in out.stderr
+    report = EvalReport.model_validate_json(out.stdout)
+    flawed = sum(i.label == "flawed" for i in items)
+    assert (report.items, report.flawed) == (len(items), flawed)
+    assert figures(report, "voice:claude") == (1.0, 0.0, 1.0)
+    assert figures(report, "voice:codex")[:2] == (0.0, 0.0)
+
+
+def test_eval_needs_exactly_one_item_source(tmp_path: Path) -> None:
+    none = rune(tmp_path)
+    assert none.returncode == 2 and "give a DATASET file or --builtin humaneval" in none.stderr
+    other = rune(tmp_path, "--builtin", "mmlu")
+    assert other.returncode == 2 and "--builtin: must be one of humaneval" in other.stderr

@@ -114,7 +114,7 @@ def eval_command(
     where = RuneDir.resolve(rune_dir)
     stopped: KeyboardInterrupt | None = None
     with council_errors(), terminating_signals():
-        items, name = _items(dataset, builtin, limit, seed, as_json)
+        items, name = _items(dataset, builtin, limit, seed)
         if not items:
             raise fail("the dataset holds no item", ExitCode.BAD_INPUT)
         work = where.subdir("eval") / name
@@ -169,17 +169,17 @@ def eval_command(
 
 
 def _items(
-    dataset: Path | None, builtin: str | None, limit: int | None, seed: int, quiet: bool
+    dataset: Path | None, builtin: str | None, limit: int | None, seed: int
 ) -> tuple[list[DatasetItem], str]:
     from ..council import eval_items
 
     if builtin is not None:
-        if not quiet:
-            echo(
-                "rune council: making the humaneval items runs each problem's own tests on "
-                "its mutants (sandboxed child Pythons with time and memory limits)",
-                err=True,
-            )
+        # Said even with --json (on stderr): it runs programs on this machine.
+        echo(
+            "rune council: making the humaneval items runs each problem's own tests on "
+            "its mutants and solutions (sandboxed child Pythons with time and memory limits)",
+            err=True,
+        )
         shown = "all" if limit is None else str(limit)
         return eval_items.from_humaneval(limit, seed), f"humaneval-{shown}-s{seed}"
     assert dataset is not None
