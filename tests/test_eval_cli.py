@@ -290,3 +290,42 @@ def test_eval_needs_exactly_one_item_source(tmp_path: Path) -> None:
     assert none.returncode == 2 and "give a DATASET file or --builtin humaneval" in none.stderr
     other = rune(tmp_path, "--builtin", "mmlu")
     assert other.returncode == 2 and "--builtin: must be one of humaneval" in other.stderr
+
+
+def test_records_keep_consensus_anchors_and_only_single_voice_dissent(tmp_path: Path) -> None:
+    from rune_council.council.eval_items import load_dataset, read_run, records
+
+    fakes(tmp_path)
+    path = dataset(tmp_path)
+    assert rune(tmp_path, str(path), "--json").returncode == 0
+    items, bad = load_dataset(path)
+    assert not bad
+    runs = {
+        i.id: read_run(tmp_path / ".rune" / "council" / f"run-{i.id}.json", i.id) for i in items
+    }
+    by_id = {r.id: r for r in records(items, runs).items}
+    [council] = by_id["f1"].councils
+    # Two families on the seeded line: one consensus claim, its members' anchors kept.
+    assert [c.anchors for c in council.consensus] == [["item_f1.py:3"]]
+    # On f2 claude alone cites the seeded line and codex alone a far one: both are single-
+    # voice dissent; the split on the stance (every voice) is not a claim of one voice.
+    [f2] = by_id["f2"].councils
+    assert sorted(a for c in f2.dissent for a in c.anchors) == ["item_f2.py:3", "item_f2.py:9"]
+    assert [v.voice for v in by_id["f1"].voices] == ["claude", "codex", "gemini"]
+    assert {v.family for v in by_id["f1"].voices} == {"anthropic", "openai", "google"}
+
+
+def test_a_garbled_run_file_is_scored_unanswered_and_said(tmp_path: Path) -> None:
+    fakes(tmp_path)
+    path = dataset(tmp_path)
+    assert rune(tmp_path, str(path), "--json").returncode == 0
+    (tmp_path / ".rune" / "council" / "run-f2.json").write_text('{"id": "f2", "status": ')
+    # The earlier file cannot be judged, so the batch refuses to run over it, and the eval
+    # scores what it has.
+    out = rune(tmp_path, str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    assert "1 item(s) have no finished council" in out.stderr and "f2" in out.stderr
+    report = EvalReport.model_validate_json(out.stdout)
+    claude = arm(report, "voice:claude")
+    assert (claude.answered, claude.unanswered) == (4, 1)
+    assert claude.recall.denominator == 2

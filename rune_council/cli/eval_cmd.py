@@ -159,8 +159,17 @@ def eval_command(
             "run picks up the rest",
             signal_exit_code(stopped),
         )
-    runs = {item.id: eval_items.read_run(where.run_file(item.id)) for item in items}
+    runs = {item.id: eval_items.read_run(where.run_file(item.id), item.id) for item in items}
     report = build_report(eval_items.records(items, runs), seed=seed)
+    missing = [item_id for item_id, run in runs.items() if run is None]
+    if missing:
+        shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
+        echo(
+            f"rune council: note: {len(missing)} item(s) have no finished council and are "
+            f"scored as unanswered by every arm: {shown} (their rows in "
+            f"{batch.results_path} say why)",
+            err=True,
+        )
     if as_json:
         echo_json(report.model_dump_json())
     else:

@@ -297,17 +297,22 @@ def record_for(item: DatasetItem, result: CouncilResult | None) -> ItemRecord:
     )
 
 
-def read_run(path: Path) -> CouncilResult | None:
-    """An item's run file, or None when it is missing or unreadable (that item is then
-    scored as unanswered, never guessed)."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
+def read_run(path: Path, item_id: str) -> CouncilResult | None:
+    """The item's run file, read bounded (``runs.load``), or None when it is missing,
+    unreadable, another run's, or of a council that never ended: that item is then scored
+    as unanswered, never guessed."""
+    from ..errors import CouncilError
+    from ..runs import load
+
+    if not path.exists():
         return None
     try:
-        return CouncilResult.model_validate_json(raw)
-    except ValidationError:
+        result = load(path)
+    except (CouncilError, OSError, ValueError):
         return None
+    if result.id != item_id or result.status not in ("complete", "no_verdict"):
+        return None
+    return result
 
 
 def records(items: Sequence[DatasetItem], runs: dict[str, CouncilResult | None]) -> EvalSet:
