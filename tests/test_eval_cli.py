@@ -329,3 +329,39 @@ def test_a_garbled_run_file_is_scored_unanswered_and_said(tmp_path: Path) -> Non
     claude = arm(report, "voice:claude")
     assert (claude.answered, claude.unanswered) == (4, 1)
     assert claude.recall.denominator == 2
+
+
+def test_a_rank_setup_is_run_beside_the_plain_council_and_scored_as_its_own_arms(
+    tmp_path: Path,
+) -> None:
+    fakes(tmp_path)
+    out = rune(tmp_path, str(dataset(tmp_path)), "--setup", "rank", "--json")
+    assert out.returncode == 0, out.stderr
+    report = EvalReport.model_validate_json(out.stdout)
+    names = {a.name for a in report.arms}
+    assert {"rank:consensus", "rank:consensus+dissent", "council:consensus"} <= names
+    assert arm(report, "rank:consensus").answered + arm(report, "rank:consensus").unanswered == 5
+    assert {c.arm for c in report.comparisons} >= {"rank:consensus", "council:consensus"}
+    rank_runs = sorted((tmp_path / ".rune" / "council").glob("run-*.rank.json"))
+    assert len(rank_runs) == 5
+    doc = json.loads(rank_runs[0].read_text())
+    assert doc["request"]["deliberation"]["method"] == "rank"
+    # The voice arms are the plain council's voices only: one arm per voice, not two.
+    assert sorted(a.name for a in report.arms if a.kind == "voice") == [
+        "voice:claude",
+        "voice:codex",
+        "voice:gemini",
+    ]
+    bad = rune(tmp_path, str(dataset(tmp_path)), "--setup", "debate")
+    assert bad.returncode == 2 and "must be one of rank, red-team" in bad.stderr
+
+
+def test_a_red_team_setup_is_scored_as_its_own_arms(tmp_path: Path) -> None:
+    fakes(tmp_path)
+    out = rune(tmp_path, str(dataset(tmp_path)), "--setup", "red-team", "--json")
+    assert out.returncode == 0, out.stderr
+    report = EvalReport.model_validate_json(out.stdout)
+    red = arm(report, "red-team:consensus")
+    assert red.answered + red.unanswered == 5
+    doc = json.loads((tmp_path / ".rune" / "council" / "run-f1.red-team.json").read_text())
+    assert doc["request"]["deliberation"]["council_type"] == "red_team"

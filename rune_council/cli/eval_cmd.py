@@ -20,6 +20,7 @@ from ..errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json, fail
 
 if TYPE_CHECKING:
+    from ..contract import CouncilResult
     from ..council.eval_items import DatasetItem
 
 BUILTINS = ("humaneval",)
@@ -77,6 +78,14 @@ def eval_command(
         str | None,
         typer.Option("--key-env", help="Environment variable holding the key for --endpoint."),
     ] = None,
+    setups: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--setup",
+            help="Also run each item's council as this setup, scored as its own arm: rank "
+            "(two rank rounds) | red-team (a red-team council); repeatable.",
+        ),
+    ] = None,
     rune_dir: Annotated[
         Path | None, typer.Option(help="Where .rune files go (default ./.rune).")
     ] = None,
@@ -109,6 +118,12 @@ def eval_command(
         raise fail("give a DATASET file or --builtin humaneval (one of them)", ExitCode.BAD_INPUT)
     if builtin is not None and builtin not in BUILTINS:
         raise fail(f"--builtin: must be one of {', '.join(BUILTINS)}", ExitCode.BAD_INPUT)
+    unknown = [s for s in setups or [] if s not in eval_items.SETUPS]
+    if unknown:
+        raise fail(
+            f"--setup {unknown[0]!r}: must be one of {', '.join(eval_items.SETUPS)}",
+            ExitCode.BAD_INPUT,
+        )
     if limit is not None and builtin is None:
         raise fail("--limit goes with --builtin", ExitCode.BAD_INPUT)
     where = RuneDir.resolve(rune_dir)
@@ -118,8 +133,10 @@ def eval_command(
         if not items:
             raise fail("the dataset holds no item", ExitCode.BAD_INPUT)
         work = where.subdir("eval") / name
-        lines = work / "items.jsonl"
-        eval_items.write_batch_file(items, lines)
+        chosen: list[str | None] = [None, *dict.fromkeys(setups or [])]
+        for setup in chosen:
+            suffix = "" if setup is None else f".{setup}"
+            eval_items.write_batch_file(items, work / f"items{suffix}.jsonl", setup)
         config = load_config(where)
         defaults = _defaults(ctx.params)
         door = Door(
@@ -130,51 +147,63 @@ def eval_command(
             defaults=defaults,
             config=config,
         )
-        options = BatchOptions(
-            door=door,
-            limits=Limits(caps_from_config(config)),
-            concurrency=concurrency,
-            retry_failed=retry_failed,
-            strict=True,
-            results=work / "results.jsonl",
-        )
+        batches: dict[str | None, Batch] = {}
         with progress(enabled=not as_json) as view:
-            batch = Batch(lines, options, view)
-            batch.check()
+            for setup in chosen:
+                suffix = "" if setup is None else f".{setup}"
+                options = BatchOptions(
+                    door=door,
+                    limits=Limits(caps_from_config(config)),
+                    concurrency=concurrency,
+                    retry_failed=retry_failed,
+                    strict=True,
+                    results=work / f"results{suffix}.jsonl",
+                )
+                batches[setup] = Batch(work / f"items{suffix}.jsonl", options, view)
+                batches[setup].check()
+            # Asked once for every council of every setup, as a batch asks once.
             allow = external_consent(
-                where, yes=yes, refresh=False, config=config, options=_planned(batch.options.door)
+                where, yes=yes, refresh=False, config=config, options=_planned(door)
             )
-            consented = defaults.model_copy(update={"yes": allow})
-            batch.options = dataclasses.replace(
-                batch.options, door=dataclasses.replace(batch.options.door, defaults=consented)
+            consented = dataclasses.replace(
+                door, defaults=defaults.model_copy(update={"yes": allow})
             )
             asyncio.run(detect_configured(where, env=dict(os.environ), config=config))
-            try:
-                asyncio.run(batch.run())
-            except KeyboardInterrupt as exc:
-                stopped = exc
+            for batch in batches.values():
+                batch.options = dataclasses.replace(batch.options, door=consented)
+                try:
+                    asyncio.run(batch.run())
+                except KeyboardInterrupt as exc:
+                    stopped = exc
+                    break
+    results = batches[None].results_path
     if stopped is not None:
         raise fail(
-            f"eval stopped; the items decided are kept in {batch.results_path} and the next "
+            f"eval stopped; the items decided are kept in {results.parent} and the next "
             "run picks up the rest",
             signal_exit_code(stopped),
         )
-    runs = {item.id: eval_items.read_run(where.run_file(item.id), item.id) for item in items}
-    report = build_report(eval_items.records(items, runs), seed=seed)
+
+    def read(setup: str | None) -> dict[str, CouncilResult | None]:
+        ids = {item.id: eval_items.run_id(item.id, setup) for item in items}
+        return {i: eval_items.read_run(where.run_file(r), r) for i, r in ids.items()}
+
+    runs = read(None)
+    added = {setup: read(setup) for setup in chosen if setup is not None}
+    report = build_report(eval_items.records(items, runs, added), seed=seed)
     missing = [item_id for item_id, run in runs.items() if run is None]
     if missing:
         shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
         echo(
             f"rune council: note: {len(missing)} item(s) have no finished council and are "
-            f"scored as unanswered by every arm: {shown} (their rows in "
-            f"{batch.results_path} say why)",
+            f"scored as unanswered by every arm: {shown} (their rows in {results} say why)",
             err=True,
         )
     if as_json:
         echo_json(report.model_dump_json())
     else:
         echo(render(report), nl=False)
-        echo(f"per-item records: {batch.results_path}")
+        echo(f"per-item records: {results}")
 
 
 def _items(

@@ -71,7 +71,8 @@ class DatasetItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(min_length=1, max_length=128)
+    # Room left in a run id for a setup's suffix (``<id>.rank``).
+    id: str = Field(min_length=1, max_length=100)
     label: Literal["flawed", "clean"]
     path: str = Field(min_length=1, max_length=1000)
     pre_image: str = Field(max_length=MAX_IMAGE_CHARS)
@@ -192,19 +193,34 @@ def review_artifact(item: DatasetItem) -> ReviewArtifact:
     return build_artifact(read_text(diff, f"item {item.id}"))
 
 
-def batch_line(item: DatasetItem) -> dict[str, Any]:
-    """The item as a batch line: a review ask with the artifact inline."""
+# The council setups an eval may add beside the plain council, each its own arm: the keys
+# its line adds to the review ask. Their voices' first answers are the plain council's own
+# kind, so only the plain council's voices are scored as voice arms.
+SETUPS: dict[str, dict[str, Any]] = {
+    "rank": {"deliberation": "rank", "multi_round": {"max_rounds": 2}},
+    "red-team": {"council_type": "red_team"},
+}
+
+
+def run_id(item_id: str, setup: str | None = None) -> str:
+    return item_id if setup is None else f"{item_id}.{setup}"
+
+
+def batch_line(item: DatasetItem, setup: str | None = None) -> dict[str, Any]:
+    """The item as a batch line: a review ask with the artifact inline, and the setup's
+    keys when it is run as one of ``SETUPS``."""
     artifact = review_artifact(item)
     return {
-        "id": item.id,
+        "id": run_id(item.id, setup),
         "mode": MODE,
         "question": artifact.question,
         "artifact_text": artifact.text,
         "artifact_name": ARTIFACT_NAME,
+        **(SETUPS[setup] if setup is not None else {}),
     }
 
 
-def write_batch_file(items: Sequence[DatasetItem], path: Path) -> None:
+def write_batch_file(items: Sequence[DatasetItem], path: Path, setup: str | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     # The folder is inside a rune directory that may have come with a clone: a name planted
@@ -213,7 +229,7 @@ def write_batch_file(items: Sequence[DatasetItem], path: Path) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         for item in items:
-            fh.write(json.dumps(batch_line(item), ensure_ascii=False) + "\n")
+            fh.write(json.dumps(batch_line(item, setup), ensure_ascii=False) + "\n")
     tmp.replace(path)
 
 
@@ -272,16 +288,25 @@ def council_on_item(result: CouncilResult, name: str = DEFAULT_COUNCIL) -> Counc
     )
 
 
-def record_for(item: DatasetItem, result: CouncilResult | None) -> ItemRecord:
-    """One item's record; a council that never ran (or has no run file) answered nothing."""
+def record_for(
+    item: DatasetItem,
+    result: CouncilResult | None,
+    setups: dict[str, CouncilResult | None] | None = None,
+) -> ItemRecord:
+    """One item's record; a council that never ran (or has no run file) answered nothing.
+    ``setups``: the item's council under each added setup, by setup name."""
     seeded = [SeededPlace(path=s.path, line=s.line) for s in item.seeded]
+    added = [
+        council_on_item(run, name) if run is not None else CouncilOnItem(name=name, answered=False)
+        for name, run in (setups or {}).items()
+    ]
     if result is None:
         return ItemRecord(
             id=item.id,
             label=item.label,
             seeded=seeded,
             files=[item.path],
-            councils=[CouncilOnItem(answered=False)],
+            councils=[CouncilOnItem(answered=False), *added],
         )
     voices: dict[str, VoiceOnItem] = {}
     for voice in result.voices[:50]:
@@ -293,7 +318,7 @@ def record_for(item: DatasetItem, result: CouncilResult | None) -> ItemRecord:
         seeded=seeded,
         files=[item.path],
         voices=list(voices.values()),
-        councils=[council_on_item(result)],
+        councils=[council_on_item(result), *added],
     )
 
 
@@ -315,8 +340,18 @@ def read_run(path: Path, item_id: str) -> CouncilResult | None:
     return result
 
 
-def records(items: Sequence[DatasetItem], runs: dict[str, CouncilResult | None]) -> EvalSet:
-    built = [record_for(item, runs.get(item.id)) for item in items]
+def records(
+    items: Sequence[DatasetItem],
+    runs: dict[str, CouncilResult | None],
+    setups: dict[str, dict[str, CouncilResult | None]] | None = None,
+) -> EvalSet:
+    """``runs``: the plain council's run by item id; ``setups``: each added setup's runs by
+    setup name, then item id."""
+    extra = setups or {}
+    built = [
+        record_for(item, runs.get(item.id), {name: by.get(item.id) for name, by in extra.items()})
+        for item in items
+    ]
     # A voice's family must be one across items: the first seen stands.
     family: dict[str, str] = {}
     fixed = []
@@ -352,6 +387,7 @@ def from_humaneval(limit: int | None, seed: int) -> list[DatasetItem]:
 
 
 __all__ = [
+    "SETUPS",
     "BadItem",
     "DatasetItem",
     "batch_line",
@@ -363,6 +399,7 @@ __all__ = [
     "record_for",
     "records",
     "review_artifact",
+    "run_id",
     "voice_name",
     "write_batch_file",
 ]
