@@ -161,6 +161,7 @@ def test_the_text_report_shows_the_table_and_a_second_run_reruns_nothing(tmp_pat
     assert "voice:claude" in first.stdout and "1.00 (3/3)" in first.stdout
     assert "voice:gemini precision: \u2014 no alarm raised" in first.stdout
     assert "effective independent votes" in first.stdout
+    assert "families anthropic & openai: wrong together" in first.stdout
     calls = len((tmp_path / "pids").read_text().split())
     second = rune(tmp_path, str(path))
     assert second.returncode == 0, second.stderr

@@ -96,6 +96,15 @@ def render(report: EvalReport) -> str:
             f"  {pair.a} & {pair.b}: wrong together {pair.both_wrong}/{pair.items} "
             f"({pair.joint_error_rate:.2f}; independence predicts {independent})"
         )
+    for fam in report.family_agreement:
+        if fam.joint_error_rate is None:
+            out.append(f"  families {fam.a} & {fam.b}: {DASH} {fam.reason or 'undefined'}")
+            continue
+        independent = f"{fam.independent_rate:.2f}" if fam.independent_rate is not None else DASH
+        out.append(
+            f"  families {fam.a} & {fam.b}: wrong together {fam.joint_error_rate:.2f} "
+            f"(independence predicts {independent}) over {fam.voice_pairs} voice pair(s)"
+        )
     if report.notes:
         out += ["", *[f"note: {n}" for n in report.notes]]
     return "\n".join(out) + "\n"
