@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import safejson, shapes
 from .contract import CouncilResult, Orchestrator
 from .errors import RunFileError, file_error
 from .paths import RuneDir
+from .run_index import StatKey, read_index, scan, settled_before, stat_key, still_fresh, write_index
 from .safefile import NotRegularFile, is_plain_file, is_symlink, read_capped
 from .safetext import one_line
 
@@ -264,16 +265,22 @@ def displayed_status(result: CouncilResult, *, host: str | None = None) -> tuple
 
 
 def summarise(path: Path, *, host: str | None = None) -> RunSummary:
+    return _summarise(path, host=host)[0]
+
+
+def _summarise(path: Path, *, host: str | None = None) -> tuple[RunSummary, bool]:
+    """(the row, whether it may be cached): a run that has not ended may be abandoned the
+    moment its writer dies, so its row is worked out afresh at every read."""
     try:
         result = load(path)
     except RunFileError as exc:
         run_id = path.stem.removeprefix("run-")
-        return RunSummary(path, run_id, "", "unreadable", None, 0, 0, "", None, str(exc))
+        return RunSummary(path, run_id, "", "unreadable", None, 0, 0, "", None, str(exc)), True
     status, _ = displayed_status(result, host=host)
     end = result.finished_at
     if end is None and status in UNFINISHED:
         end = dt.datetime.now(dt.UTC).isoformat()
-    return RunSummary(
+    row = RunSummary(
         path=path,
         # The name is what every command resolves; an id written inside could be anything.
         run_id=path.stem.removeprefix("run-"),
@@ -287,23 +294,108 @@ def summarise(path: Path, *, host: str | None = None) -> RunSummary:
         partial=result.partial is not None,
         halted=result.deliberation is not None and result.deliberation.halted,
     )
+    return row, result.status not in UNFINISHED
+
+
+LIST_INDEX_NAME = "list-index.json"
+# Bumped whenever a row's meaning changes, so an old index is rebuilt, never misread.
+LIST_INDEX_VERSION = 1
+
+
+class _Row(StatKey):
+    """A finished run's row as ``list`` shows it, under the key of the file it came from."""
+
+    question: str
+    status: str
+    decorrelation: str | None = None
+    voices_valid: int = 0
+    voices_requested: int = 0
+    started_at: str = ""
+    duration_s: float | None = None
+    problem: str | None = None
+    partial: bool = False
+    halted: bool = False
+
+
+class _ListIndex(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int
+    rows: dict[str, _Row] = Field(default_factory=dict)
+
+
+def _from_row(path: Path, row: _Row) -> RunSummary:
+    return RunSummary(
+        path=path,
+        run_id=path.stem.removeprefix("run-"),
+        question=row.question,
+        status=row.status,
+        decorrelation=row.decorrelation,
+        voices_valid=row.voices_valid,
+        voices_requested=row.voices_requested,
+        started_at=row.started_at,
+        duration_s=row.duration_s,
+        problem=row.problem,
+        partial=row.partial,
+        halted=row.halted,
+    )
+
+
+def _to_row(st: os.stat_result, row: RunSummary) -> _Row:
+    return _Row(
+        **stat_key(st),
+        question=row.question,
+        status=row.status,
+        decorrelation=row.decorrelation,
+        voices_valid=row.voices_valid,
+        voices_requested=row.voices_requested,
+        started_at=row.started_at,
+        duration_s=row.duration_s,
+        problem=row.problem,
+        partial=row.partial,
+        halted=row.halted,
+    )
 
 
 def list_runs(rune_dir: RuneDir, limit: int | None = None) -> list[RunSummary]:
-    """Runs in ``<rune dir>/council``, newest first by start time; unreadable files last."""
+    """Runs in ``<rune dir>/council``, newest first by start time; unreadable files last.
+
+    Every door's listing (``list``, the web view, MCP ``list_runs``) comes through here. A
+    finished run's row is kept in ``<rune dir>/list-index.json`` (see ``run_index``), so
+    only new or changed files are read; a run that has not ended is always read again.
+    """
     directory = rune_dir.council_dir
-    if not directory.is_dir():
+    found = scan(directory, prefix="run-")
+    if not found:
         return []
-    paths = [p for p in directory.glob("run-*.json") if is_plain_run_file(p)]
-    rows = [summarise(p) for p in paths]
-
-    def newest_first(row: RunSummary) -> tuple[bool, float, float]:
+    index_path = rune_dir.root / LIST_INDEX_NAME
+    index, _ = read_index(index_path, _ListIndex)
+    old = index.rows if index is not None and index.version == LIST_INDEX_VERSION else {}
+    new: dict[str, _Row] = {}
+    changed = index is None or index.version != LIST_INDEX_VERSION
+    settled = settled_before()
+    # Sorted on keys alone; only the rows shown become RunSummary objects with a path.
+    keyed: list[tuple[tuple[bool, float, float], str, RunSummary | _Row]] = []
+    for name, st in found.items():
+        cached = old.get(name)
+        row: RunSummary | _Row
+        if cached is not None and still_fresh(cached, st, settled):
+            row = new[name] = cached
+        else:
+            row, cacheable = _summarise(directory / name)
+            if cacheable and st.st_mtime_ns < settled:
+                new[name] = _to_row(st, row)
+                changed = True
         started = parse_time(row.started_at)
-        try:
-            mtime = row.path.stat().st_mtime
-        except OSError:
-            mtime = 0.0
-        return (row.problem is None, started.timestamp() if started else mtime, mtime)
-
-    rows.sort(key=newest_first, reverse=True)
-    return rows[:limit] if limit is not None else rows
+        mtime = st.st_mtime
+        when = started.timestamp() if started else mtime
+        keyed.append(((row.problem is None, when, mtime), name, row))
+    if changed or len(new) != len(old):
+        # A listing never fails for its cache; the next one simply reads more.
+        write_index(index_path, _ListIndex(version=LIST_INDEX_VERSION, rows=new))
+    keyed.sort(key=lambda item: item[0], reverse=True)
+    shown = keyed[:limit] if limit is not None else keyed
+    return [
+        row if isinstance(row, RunSummary) else _from_row(directory / name, row)
+        for _, name, row in shown
+    ]
