@@ -148,6 +148,11 @@ def test_the_report_scores_each_voice_as_it_was_scripted(tmp_path: Path) -> None
     assert best.choices[0].voice == "claude"
     assert {c.arm for c in report.comparisons} >= {"majority", "council:consensus"}
     assert all(0.0 <= c.holm_p <= 1.0 for c in report.comparisons)
+    # Each fake voice is one call per item; the council is the three of them.
+    cost = {c.arm: c for c in report.costs}
+    assert cost["voice:claude"].calls_per_item == 1.0 and cost["voice:claude"].items == 5
+    assert cost["council"].calls_per_item == 3.0
+    assert (cost["council"].seconds_per_item or 0) > 0
     results = tmp_path / ".rune" / "eval" / "items" / "results.jsonl"
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == sorted([*FLAWED, *CLEAN])
@@ -162,6 +167,7 @@ def test_the_text_report_shows_the_table_and_a_second_run_reruns_nothing(tmp_pat
     assert "voice:gemini precision: \u2014 no alarm raised" in first.stdout
     assert "effective independent votes" in first.stdout
     assert "families anthropic & openai: wrong together" in first.stdout
+    assert "  council: 3.0 call(s);" in first.stdout
     calls = len((tmp_path / "pids").read_text().split())
     second = rune(tmp_path, str(path))
     assert second.returncode == 0, second.stderr

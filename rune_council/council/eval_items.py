@@ -42,6 +42,7 @@ from ..contract import CouncilResult, Voice, is_safe_run_id
 from ..errors import RequestError
 from ..evaluation.arms import (
     DEFAULT_COUNCIL,
+    Cost,
     CouncilOnItem,
     EvalClaim,
     EvalSet,
@@ -252,6 +253,10 @@ def _voice_on_item(voice: Voice) -> VoiceOnItem:
         family=(voice.model_family or "unknown")[:100],
         answered=voice.status == "complete",
         claims=claims,
+        cost=Cost(
+            calls=len(voice.attempts),
+            seconds=voice.latency_ms / 1000 if voice.latency_ms is not None else None,
+        ),
     )
 
 
@@ -262,6 +267,13 @@ def _anchors_of(claim_ids: Sequence[str], claims: dict[str, EvalClaim]) -> list[
         if found is not None:
             out += found.anchors
     return list(dict.fromkeys(out))[:20]
+
+
+def _wall(started: str | None, finished: str | None) -> float | None:
+    from ..runs import seconds_between
+
+    took = seconds_between(started, finished)
+    return took if took is not None and took >= 0 else None
 
 
 def council_on_item(result: CouncilResult, name: str = DEFAULT_COUNCIL) -> CouncilOnItem:
@@ -285,6 +297,10 @@ def council_on_item(result: CouncilResult, name: str = DEFAULT_COUNCIL) -> Counc
         answered=result.status == "complete",
         consensus=consensus,
         dissent=dissent,
+        cost=Cost(
+            calls=sum(len(v.attempts) for v in result.voices),
+            seconds=_wall(result.started_at, result.finished_at),
+        ),
     )
 
 

@@ -83,11 +83,19 @@ class EvalClaim(_Model):
         return self
 
 
+class Cost(_Model):
+    """What one answer cost: the calls made for it and its wall time (None: not known)."""
+
+    calls: int = Field(default=0, ge=0)
+    seconds: float | None = Field(default=None, ge=0)
+
+
 class VoiceOnItem(_Model):
     voice: str = Field(min_length=1, max_length=200)
     family: str = Field(default="unknown", min_length=1, max_length=100)
     answered: bool = True
     claims: list[EvalClaim] = Field(default_factory=list, max_length=200)
+    cost: Cost | None = None
 
 
 class CouncilOnItem(_Model):
@@ -95,6 +103,7 @@ class CouncilOnItem(_Model):
     answered: bool = True
     consensus: list[EvalClaim] = Field(default_factory=list, max_length=200)
     dissent: list[EvalClaim] = Field(default_factory=list, max_length=200)
+    cost: Cost | None = None
 
 
 class ItemRecord(_Model):
@@ -413,6 +422,7 @@ __all__ = [
     "Arm",
     "ArmKind",
     "Choice",
+    "Cost",
     "CouncilOnItem",
     "EvalClaim",
     "EvalSet",

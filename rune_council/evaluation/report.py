@@ -15,7 +15,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from . import stats
-from .arms import HIT_DISTANCE, Arm, ArmKind, Choice, EvalSet, Outcome, all_arms
+from .arms import HIT_DISTANCE, Arm, ArmKind, Choice, Cost, EvalSet, Outcome, all_arms
 
 POOLED_KINDS: frozenset[ArmKind] = frozenset({"majority", "consensus", "consensus+dissent"})
 
@@ -34,6 +34,18 @@ class ArmFigures(_Frozen):
     precision: stats.Rate
     choices: list[Choice]
     notes: list[str]
+
+
+class ArmCost(_Frozen):
+    """What an arm's answers cost per item, over the items whose cost is known: a voice's own
+    calls and time, or a whole council's (every voice, every round). The best voice and the
+    majority are read from the plain council's own voices, so they cost what it costs."""
+
+    arm: str
+    items: int
+    calls_per_item: float | None
+    seconds_per_item: float | None
+    reason: str | None = None
 
 
 class Comparison(_Frozen):
@@ -58,6 +70,7 @@ class EvalReport(_Frozen):
     family_agreement: list[stats.FamilyAgreement]
     effective_votes: stats.EffectiveVotes
     notes: list[str]
+    costs: list[ArmCost] = []
 
 
 def figures(arm: Arm, *, seed: int, resamples: int, level: float) -> ArmFigures:
@@ -122,6 +135,42 @@ def compare(arms: list[Arm]) -> list[Comparison]:
     ]
 
 
+def _cost(arm: str, known: list[Cost]) -> ArmCost:
+    if not known:
+        return ArmCost(
+            arm=arm, items=0, calls_per_item=None, seconds_per_item=None, reason="no cost known"
+        )
+    timed = [c.seconds for c in known if c.seconds is not None]
+    return ArmCost(
+        arm=arm,
+        items=len(known),
+        calls_per_item=sum(c.calls for c in known) / len(known),
+        seconds_per_item=sum(timed) / len(timed) if timed else None,
+        reason=None if timed else "no wall time recorded",
+    )
+
+
+def costs(records: EvalSet) -> list[ArmCost]:
+    out = []
+    for voice in records.voices():
+        known = [
+            v.cost
+            for item in records.items
+            for v in item.voices
+            if v.voice == voice and v.cost is not None
+        ]
+        out.append(_cost(f"voice:{voice}", known))
+    for council in records.councils():
+        known = [
+            c.cost
+            for item in records.items
+            for c in item.councils
+            if c.name == council and c.cost is not None
+        ]
+        out.append(_cost(council, known))
+    return out
+
+
 def build_report(
     records: EvalSet,
     *,
@@ -159,7 +208,17 @@ def build_report(
             errors, labels, resamples=resamples, level=level, seed=seed
         ),
         notes=notes,
+        costs=costs(records),
     )
 
 
-__all__ = ["POOLED_KINDS", "ArmFigures", "Comparison", "EvalReport", "build_report", "figures"]
+__all__ = [
+    "POOLED_KINDS",
+    "ArmCost",
+    "ArmFigures",
+    "Comparison",
+    "EvalReport",
+    "build_report",
+    "costs",
+    "figures",
+]

@@ -68,6 +68,13 @@ def render(report: EvalReport) -> str:
             f"  {c.arm} vs {c.against}: {c.items} item(s), right only here {c.test.a_only}, "
             f"only there {c.test.b_only}, p={c.test.p_value:.3g}, Holm p={c.holm_p:.3g}{note}"
         )
+    if report.costs:
+        out += ["", "cost per item (calls; wall time):"]
+    for cost in report.costs:
+        calls = f"{cost.calls_per_item:.1f}" if cost.calls_per_item is not None else DASH
+        took = f"{cost.seconds_per_item:.2f} s" if cost.seconds_per_item is not None else DASH
+        why = f" ({cost.reason})" if cost.reason else ""
+        out.append(f"  {cost.arm}: {calls} call(s); {took}{why} over {cost.items} item(s)")
     votes = report.effective_votes
     out += ["", "decorrelation:"]
     if votes.value is None:
