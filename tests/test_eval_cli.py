@@ -372,3 +372,19 @@ def test_a_red_team_setup_is_scored_as_its_own_arms(tmp_path: Path) -> None:
     assert red.answered + red.unanswered == 5
     doc = json.loads((tmp_path / ".rune" / "council" / "run-f1.red-team.json").read_text())
     assert doc["request"]["deliberation"]["council_type"] == "red_team"
+
+
+def test_a_planted_eval_folder_symlink_is_refused_and_nothing_is_written_through_it(
+    tmp_path: Path,
+) -> None:
+    fakes(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "items.tmp").write_text("keep me")
+    (tmp_path / ".rune" / "eval").mkdir(parents=True)
+    (tmp_path / ".rune" / "eval" / "items").symlink_to(outside)
+    out = rune(tmp_path, str(dataset(tmp_path)))
+    assert out.returncode == 2, out.stderr
+    assert "is a symbolic link or not a folder" in out.stderr
+    assert sorted(p.name for p in outside.iterdir()) == ["items.tmp"]
+    assert (outside / "items.tmp").read_text() == "keep me"

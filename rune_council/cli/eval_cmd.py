@@ -132,7 +132,7 @@ def eval_command(
         items, name = _items(dataset, builtin, limit, seed)
         if not items:
             raise fail("the dataset holds no item", ExitCode.BAD_INPUT)
-        work = where.subdir("eval") / name
+        work = eval_items.work_dir(where.subdir("eval"), name)
         chosen: list[str | None] = [None, *dict.fromkeys(setups or [])]
         for setup in chosen:
             suffix = "" if setup is None else f".{setup}"

@@ -221,6 +221,19 @@ def batch_line(item: DatasetItem, setup: str | None = None) -> dict[str, Any]:
     }
 
 
+def work_dir(eval_root: Path, name: str) -> Path:
+    """The folder an eval keeps its batch lines and results in. A rune directory may have
+    come with a clone, so a name planted there as a symlink (or a file) is refused: nothing
+    is written or removed through it."""
+    from ..errors import RunFileError
+
+    path = eval_root / name
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise RunFileError(f"{path} is a symbolic link or not a folder; refusing to use it")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def write_batch_file(items: Sequence[DatasetItem], path: Path, setup: str | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -417,5 +430,6 @@ __all__ = [
     "review_artifact",
     "run_id",
     "voice_name",
+    "work_dir",
     "write_batch_file",
 ]
