@@ -270,12 +270,13 @@ def summarise(path: Path, *, host: str | None = None) -> RunSummary:
 
 def _summarise(path: Path, *, host: str | None = None) -> tuple[RunSummary, bool]:
     """(the row, whether it may be cached): a run that has not ended may be abandoned the
-    moment its writer dies, so its row is worked out afresh at every read."""
+    moment its writer dies, so its row is worked out afresh at every read. An unreadable
+    file's row is not cached either: its reason names the path it was reached by."""
     try:
         result = load(path)
     except RunFileError as exc:
         run_id = path.stem.removeprefix("run-")
-        return RunSummary(path, run_id, "", "unreadable", None, 0, 0, "", None, str(exc)), True
+        return RunSummary(path, run_id, "", "unreadable", None, 0, 0, "", None, str(exc)), False
     status, _ = displayed_status(result, host=host)
     end = result.finished_at
     if end is None and status in UNFINISHED:
