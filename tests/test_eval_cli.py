@@ -129,6 +129,10 @@ def figures(report: EvalReport, name: str) -> tuple[Any, Any, Any]:
 
 def test_the_report_scores_each_voice_as_it_was_scripted(tmp_path: Path) -> None:
     fakes(tmp_path)
+    # A run of the user's own that happens to share an item's id is not the eval's.
+    own = tmp_path / ".rune" / "council" / "run-f1.json"
+    own.parent.mkdir(parents=True)
+    own.write_text("the user's own run")
     out = rune(tmp_path, str(dataset(tmp_path)), "--json")
     assert out.returncode == 0, out.stderr
     report = EvalReport.model_validate_json(out.stdout)
@@ -153,9 +157,12 @@ def test_the_report_scores_each_voice_as_it_was_scripted(tmp_path: Path) -> None
     assert cost["voice:claude"].calls_per_item == 1.0 and cost["voice:claude"].items == 5
     assert cost["council"].calls_per_item == 3.0
     assert (cost["council"].seconds_per_item or 0) > 0
+    assert own.read_text() == "the user's own run"
     results = tmp_path / ".rune" / "eval" / "items" / "results.jsonl"
     rows = [json.loads(line) for line in results.read_text().splitlines()]
-    assert sorted(r["id"] for r in rows) == sorted([*FLAWED, *CLEAN])
+    # Each row is the item's council, under the eval's own run id (eval-<tag>-<item id>).
+    assert sorted(r["id"].split("-", 2)[2] for r in rows) == sorted([*FLAWED, *CLEAN])
+    assert all(r["id"].startswith("eval-") for r in rows)
 
 
 def test_the_text_report_shows_the_table_and_a_second_run_reruns_nothing(tmp_path: Path) -> None:
@@ -307,9 +314,10 @@ def test_records_keep_consensus_anchors_and_only_single_voice_dissent(tmp_path: 
     assert rune(tmp_path, str(path), "--json").returncode == 0
     items, bad = load_dataset(path)
     assert not bad
-    runs = {
-        i.id: read_run(tmp_path / ".rune" / "council" / f"run-{i.id}.json", i.id) for i in items
-    }
+    runs = {}
+    for i in items:
+        [run] = (tmp_path / ".rune" / "council").glob(f"run-eval-*-{i.id}.json")
+        runs[i.id] = read_run(run, run.stem.removeprefix("run-"))
     by_id = {r.id: r for r in records(items, runs).items}
     [council] = by_id["f1"].councils
     # Two families on the seeded line: one consensus claim, its members' anchors kept.
@@ -326,7 +334,8 @@ def test_a_garbled_run_file_is_scored_unanswered_and_said(tmp_path: Path) -> Non
     fakes(tmp_path)
     path = dataset(tmp_path)
     assert rune(tmp_path, str(path), "--json").returncode == 0
-    (tmp_path / ".rune" / "council" / "run-f2.json").write_text('{"id": "f2", "status": ')
+    [run] = (tmp_path / ".rune" / "council").glob("run-eval-*-f2.json")
+    run.write_text('{"id": "' + run.stem.removeprefix("run-") + '", "status": ')
     # The earlier file cannot be judged, so the batch refuses to run over it, and the eval
     # scores what it has.
     out = rune(tmp_path, str(path), "--json")
@@ -349,7 +358,7 @@ def test_a_rank_setup_is_run_beside_the_plain_council_and_scored_as_its_own_arms
     assert {"rank:consensus", "rank:consensus+dissent", "council:consensus"} <= names
     assert arm(report, "rank:consensus").answered + arm(report, "rank:consensus").unanswered == 5
     assert {c.arm for c in report.comparisons} >= {"rank:consensus", "council:consensus"}
-    rank_runs = sorted((tmp_path / ".rune" / "council").glob("run-*.rank.json"))
+    rank_runs = sorted((tmp_path / ".rune" / "council").glob("run-eval-*.rank.json"))
     assert len(rank_runs) == 5
     doc = json.loads(rank_runs[0].read_text())
     assert doc["request"]["deliberation"]["method"] == "rank"
@@ -370,7 +379,8 @@ def test_a_red_team_setup_is_scored_as_its_own_arms(tmp_path: Path) -> None:
     report = EvalReport.model_validate_json(out.stdout)
     red = arm(report, "red-team:consensus")
     assert red.answered + red.unanswered == 5
-    doc = json.loads((tmp_path / ".rune" / "council" / "run-f1.red-team.json").read_text())
+    [run] = (tmp_path / ".rune" / "council").glob("run-eval-*-f1.red-team.json")
+    doc = json.loads(run.read_text())
     assert doc["request"]["deliberation"]["council_type"] == "red_team"
 
 

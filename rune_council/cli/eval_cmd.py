@@ -133,10 +133,11 @@ def eval_command(
         if not items:
             raise fail("the dataset holds no item", ExitCode.BAD_INPUT)
         work = eval_items.work_dir(where.subdir("eval"), name)
+        scope = eval_items.scope_of(name)
         chosen: list[str | None] = [None, *dict.fromkeys(setups or [])]
         for setup in chosen:
             suffix = "" if setup is None else f".{setup}"
-            eval_items.write_batch_file(items, work / f"items{suffix}.jsonl", setup)
+            eval_items.write_batch_file(items, work / f"items{suffix}.jsonl", setup, scope)
         config = load_config(where)
         defaults = _defaults(ctx.params)
         door = Door(
@@ -185,7 +186,7 @@ def eval_command(
         )
 
     def read(setup: str | None) -> dict[str, CouncilResult | None]:
-        ids = {item.id: eval_items.run_id(item.id, setup) for item in items}
+        ids = {item.id: eval_items.run_id(item.id, setup, scope) for item in items}
         return {i: eval_items.read_run(where.run_file(r), r) for i, r in ids.items()}
 
     runs = read(None)

@@ -28,6 +28,7 @@ the entries one voice alone raised).
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -203,16 +204,27 @@ SETUPS: dict[str, dict[str, Any]] = {
 }
 
 
-def run_id(item_id: str, setup: str | None = None) -> str:
-    return item_id if setup is None else f"{item_id}.{setup}"
+def scope_of(name: str) -> str:
+    """A short tag for one eval (its dataset's name), so its run ids are its own: two
+    datasets that both number their items 1, 2, ... and a user's own run called ``1`` never
+    share, and so never overwrite, a run file."""
+    return hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
 
 
-def batch_line(item: DatasetItem, setup: str | None = None) -> dict[str, Any]:
+def run_id(item_id: str, setup: str | None = None, scope: str | None = None) -> str:
+    """``eval-<scope>-<item id>[.<setup>]``: at most 128 characters, a safe run id."""
+    base = item_id if scope is None else f"eval-{scope}-{item_id}"
+    return base if setup is None else f"{base}.{setup}"
+
+
+def batch_line(
+    item: DatasetItem, setup: str | None = None, scope: str | None = None
+) -> dict[str, Any]:
     """The item as a batch line: a review ask with the artifact inline, and the setup's
     keys when it is run as one of ``SETUPS``."""
     artifact = review_artifact(item)
     return {
-        "id": run_id(item.id, setup),
+        "id": run_id(item.id, setup, scope),
         "mode": MODE,
         "question": artifact.question,
         "artifact_text": artifact.text,
@@ -234,7 +246,9 @@ def work_dir(eval_root: Path, name: str) -> Path:
     return path
 
 
-def write_batch_file(items: Sequence[DatasetItem], path: Path, setup: str | None = None) -> None:
+def write_batch_file(
+    items: Sequence[DatasetItem], path: Path, setup: str | None = None, scope: str | None = None
+) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     # The folder is inside a rune directory that may have come with a clone: a name planted
@@ -243,7 +257,7 @@ def write_batch_file(items: Sequence[DatasetItem], path: Path, setup: str | None
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         for item in items:
-            fh.write(json.dumps(batch_line(item, setup), ensure_ascii=False) + "\n")
+            fh.write(json.dumps(batch_line(item, setup, scope), ensure_ascii=False) + "\n")
     tmp.replace(path)
 
 
@@ -429,6 +443,7 @@ __all__ = [
     "records",
     "review_artifact",
     "run_id",
+    "scope_of",
     "voice_name",
     "work_dir",
     "write_batch_file",

@@ -112,4 +112,4 @@ def test_a_two_item_eval_completes_with_an_honest_report(
     assert votes.value is not None or votes.reason
     # Every item's council ran and left its run file.
     for item in ("clamp-flawed", "clamp-clean"):
-        assert (tmp_path / ".rune" / "council" / f"run-{item}.json").exists()
+        assert len(list((tmp_path / ".rune" / "council").glob(f"run-eval-*-{item}.json"))) == 1
