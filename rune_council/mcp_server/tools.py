@@ -36,8 +36,8 @@ MAX_TRANSCRIPT_CHARS = 2_000_000
 ARGUMENTS = "arguments"
 SUBAGENTS_ONLY = "subagents_only"
 MAX_ARGUMENTS_CHARS = 40_000
-MAX_ANSWER_CHARS = 1_000_000
-MAX_ANSWERS = 64
+MAX_ANSWER_CHARS = 200_000  # a voice's raw answer is kept up to this much
+MAX_ANSWERS = 16
 
 
 class _Args(BaseModel):

@@ -12,6 +12,8 @@ result or with an instruction for the user, never with an empty council.
   `/rune council` gets voices. There one CLI fails, its slot goes to the host's subagent,
   and the result carries that voice as `is_fallback`.
 - The subagent path: no AI CLI on the machine at all; the host's subagents take every slot.
+  In Claude Code also the whole way: its model starts a real subagent per prompt with its own
+  agent tool, and submits what they answered.
 """
 
 from __future__ import annotations
@@ -198,6 +200,9 @@ def _run_claude(project: Path, env: dict[str, str], typed: str) -> subprocess.Co
         [str(claude), "-p", "--model", STUB_MODEL, "--output-format", "json", typed],
         cwd=project,
         env=env,
+        # In print mode claude appends whatever its stdin holds to the prompt: give it
+        # nothing, whatever the test runner's own stdin is.
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=240,
@@ -230,6 +235,7 @@ def _run_gemini(project: Path, env: dict[str, str], typed: str) -> subprocess.Co
         [node, str(gemini), "-o", "json", "--skip-trust", "-p", typed],
         cwd=project,
         env=env,
+        stdin=subprocess.DEVNULL,  # as for claude: no stdin reaches the prompt
         capture_output=True,
         text=True,
         timeout=240,
@@ -389,3 +395,99 @@ def test_with_no_ai_cli_the_hosts_subagents_take_every_slot(tmp_path: Path, name
         ("subagent", "host-subagent", "unknown")
     }
     assert "NO_DECORRELATION" in json.dumps(final.payload)
+
+
+VOICE_PROMPT = "You are one independent voice on a council."
+
+
+def test_claude_runs_each_prompt_in_a_subagent_of_its_own(tmp_path: Path) -> None:
+    """The whole way a real Claude Code takes: its model starts one subagent per prompt with
+    its own agent tool, each subagent's request reaches the model server carrying only that
+    prompt and is answered from it, and the model submits the subagents' replies as they
+    came back to it."""
+    host = _host("claude")
+    project = _project(tmp_path)
+    nothing = tmp_path / "no-clis"
+    nothing.mkdir()
+    calls: dict[str, tuple[str, str]] = {}  # tool_use id -> (tool, slot or "")
+    work: dict[str, Any] = {}
+    subagent_prompts: list[str] = []
+
+    def results(body: dict[str, Any]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for message in body.get("messages", []):
+            content = message.get("content")
+            if message.get("role") == "user" and isinstance(content, list):
+                for part in content:
+                    if part.get("type") == "tool_result":
+                        shown = part.get("content")
+                        text = (
+                            shown
+                            if isinstance(shown, str)
+                            else "\n".join(p.get("text", "") for p in shown if isinstance(p, dict))
+                        )
+                        found[part["tool_use_id"]] = _claude_result_text(text)
+        return found
+
+    def script(body: Any) -> ToolCall | None:
+        text = _claude_text(body)
+        if VOICE_PROMPT in text and _arguments(text) is None:
+            subagent_prompts.append(text)
+            return None  # a subagent's own conversation: it answers (answers below)
+        if host.convene not in _claude_tools(body) or _arguments(text) is None:
+            return None
+        agent = "Agent" if "Agent" in _claude_tools(body) else "Task"
+        got = results(body)
+        call: ToolCall | None = None
+        if not calls:
+            call = ToolCall(host.convene, {"arguments": _arguments(text).partition(" ")[2]})
+            calls[call.id] = (host.convene, "")
+        elif not work:
+            (convened,) = [got[i] for i, (tool, _) in calls.items() if tool == host.convene]
+            work.update(json.loads(convened))
+        if call is None and work and set(calls) <= set(got):
+            asked = {slot for tool, slot in calls.values() if tool == agent}
+            left = [p for p in work["prompts"] if p["slot"] not in asked]
+            if left:
+                prompt = left[0]
+                call = ToolCall(
+                    agent,
+                    {
+                        "description": f"council slot {prompt['slot']}",
+                        "prompt": prompt["prompt"],
+                        "subagent_type": "general-purpose",
+                    },
+                )
+                calls[call.id] = (agent, prompt["slot"])
+            elif not any(tool == host.submit for tool, _ in calls.values()):
+                replies = {slot: got[i] for i, (tool, slot) in calls.items() if tool == agent}
+                answers = [
+                    {"slot": p["slot"], "token": p["token"], "answer": replies[p["slot"]]}
+                    for p in work["prompts"]
+                ]
+                call = ToolCall(host.submit, {"run_id": work["run_id"], "answers": answers})
+                calls[call.id] = (host.submit, "")
+        return call
+
+    with ModelServer(keep_bodies=True) as server:
+        env = _host_env(tmp_path, server, host, path_with(nothing))
+        _install(host.name, env)
+        server.tool_calls[ANTHROPIC] = script
+        server.answers[ANTHROPIC] = lambda prompt: (
+            subagent_reply(prompt) if VOICE_PROMPT in prompt else FINAL
+        )
+        out = host.run(project, env, _typed("a1"))
+
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
+    printed = json.loads(out.stdout)
+    assert printed["is_error"] is False and printed["permission_denials"] == [], printed
+    tools = [tool for tool, _ in calls.values()]
+    assert tools[0] == host.convene and tools[-1] == host.submit
+    assert sorted(slot for tool, slot in calls.values() if slot) == ["v1", "v2", "v3"]
+    # Each subagent saw its prompt and nothing of the conversation that started it.
+    for prompt in work["prompts"]:
+        assert any(prompt["prompt"].strip() in seen for seen in subagent_prompts), prompt["slot"]
+    assert not any("rune arguments" in seen for seen in subagent_prompts)
+    doc = _run_file(project, "a1")
+    assert doc["status"] == "complete" and doc["voices_valid"] == 3
+    assert {v["runtime"] for v in doc["voices"]} == {"host-subagent"}

@@ -198,6 +198,9 @@ def test_claude_slash_command_convenes_the_council_through_the_installed_server(
             [str(claude), "-p", "--model", STUB_MODEL, "--output-format", "json", TYPED],
             cwd=project,
             env=env,
+            # In print mode claude appends whatever its stdin holds to the prompt: give it
+            # nothing, whatever the test runner's own stdin is.
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=120,
@@ -275,6 +278,7 @@ def test_gemini_slash_command_convenes_the_council_through_the_installed_server(
             [node, str(gemini), "-o", "json", "--skip-trust", "-p", TYPED],
             cwd=project,
             env=env,
+            stdin=subprocess.DEVNULL,  # as for claude: no stdin reaches the prompt
             capture_output=True,
             text=True,
             timeout=120,
