@@ -41,23 +41,25 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        # Ordered too: each part may import only the parts listed before it, so the edge's
+        # fifteen-odd parts cannot grow a tangle that the layer rule alone would let through.
         "I/O edge",
         (
             "files",
             "safefile",  # reading files someone else may have planted
-            "recorder",
+            "trust_store",  # the user's record of trusted project files
+            "templates",  # the shipped council setups, read as data
             "config",
             "consent",
-            "trust_store",  # the user's record of trusted project files
+            "recorder",
             "runlock",  # one writer per run id
-            "templates",  # the shipped council setups, read as data
-            "runs",
+            "runtimes",
             "run_index",  # the cache of what was read from each run file (list, stats)
+            "runs",
             "analytics",  # statistics over the run files (rune council stats)
             "watch",
-            "runtimes",
-            "discovery",
             "endpoints",
+            "discovery",
             "hosts",  # `rune council install`: files and config entries in agent hosts
             "review.diff",  # a change read through git itself, or a unified diff, as data
             "evaluation.humaneval",  # seeded-flaw items, each checked by running its tests
@@ -100,6 +102,10 @@ KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 RANK = {name: rank for rank, (name, _) in enumerate(LAYERS)}
 
+# Layers whose parts are ordered as listed: a part may import only the parts before it.
+ORDERED = frozenset({"I/O edge"})
+ORDER = {unit: i for layer, units in LAYERS if layer in ORDERED for i, unit in enumerate(units)}
+
 
 @dataclass(frozen=True)
 class Place:
@@ -141,12 +147,54 @@ def modules() -> dict[str, Path]:
     return found
 
 
+LAZY_MAP = "_HOME"  # the name every lazy loader in the package keeps its map under
+
+
+def _is_import_module(func: ast.expr) -> bool:
+    if isinstance(func, ast.Attribute):
+        return func.attr == "import_module"
+    return isinstance(func, ast.Name) and func.id == "import_module"
+
+
+def _resolved(name: str, package: str) -> str | None:
+    """A literal module name as a dotted name relative to the package, or None when it is
+    outside it."""
+    if name.startswith("."):
+        level = len(name) - len(name.lstrip("."))
+        parts = package.split(".") if package else []
+        base = parts[: len(parts) - (level - 1)] if level > 1 else parts
+        return ".".join([*base, *filter(None, [name[level:]])])
+    if name == PACKAGE or name.startswith(PACKAGE + "."):
+        return name[len(PACKAGE) + 1 :]
+    return None
+
+
 def imports_of(module: str, source: str, is_package: bool, known: set[str]) -> Iterator[Import]:
     """Every import of a package module in ``source``, wherever it sits in the file."""
     here = module.split(".") if module else []
     if not is_package:
         here = here[:-1]
+    package = ".".join(here)
     for node in ast.walk(ast.parse(source)):
+        # ``importlib.import_module("...")`` with a literal name, and a package's lazy loader
+        # (``_HOME = {"Name": "module"}``, resolved by ``import_module`` on first use): an
+        # import by another route is still a dependency.
+        if isinstance(node, ast.Call) and _is_import_module(node.func) and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                target = _resolved(first.value, package)
+                if target is not None:
+                    yield Import(module, target, node.lineno)
+        lazy_map = (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Dict)
+            and any(isinstance(t, ast.Name) and t.id == LAZY_MAP for t in node.targets)
+        )
+        if lazy_map and isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            for value in node.value.values:
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    dotted = ".".join(filter(None, [package, value.value]))
+                    yield Import(module, dotted, value.lineno)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == PACKAGE or alias.name.startswith(PACKAGE + "."):
@@ -175,6 +223,11 @@ def problem(imp: Import) -> str | None:
     if src.layer == dst.layer:
         if src.layer == DOORS and src.unit != LAUNCHER:
             return f"{imp}: the doors stand side by side ({src.unit} must not use {dst.unit})"
+        if src.layer in ORDERED and ORDER[dst.unit] > ORDER[src.unit]:
+            return (
+                f"{imp}: points up inside the {src.layer} ({src.unit} comes before "
+                f"{dst.unit} in its order)"
+            )
         return None  # peers in one layer; cycles between them are checked separately
     allowed = ONLY.get(src.layer)
     if allowed is not None and dst.layer not in allowed:
@@ -265,6 +318,20 @@ def test_known_exceptions_still_exist() -> None:
             "rune_council/runtimes/http.py:3 imports rune_council.council: points up from "
             "I/O edge (runtimes) to council (council)",
         ),
+        # One part of the I/O edge reaching a part listed after it.
+        (
+            "runtimes.cli",
+            "from ..hosts import installer\n",
+            "rune_council/runtimes/cli.py:1 imports rune_council.hosts.installer: points up inside "
+            "the I/O edge (runtimes comes before hosts in its order)",
+        ),
+        # An import by name through importlib is still an import.
+        (
+            "stages.gate",
+            "import importlib\nmod = importlib.import_module('rune_council.recorder')\n",
+            "rune_council/stages/gate.py:2 imports rune_council.recorder: stages may import "
+            "only core, not I/O edge (recorder)",
+        ),
         # One door using another.
         (
             "mcp_server.server",
@@ -297,3 +364,27 @@ def test_the_checker_finds_a_cycle_between_peers() -> None:
         Import("discovery.detect", "runtimes", 2),
     ]
     assert unit_cycles(fake) == [["discovery", "runtimes", "discovery"]]
+
+
+def test_a_lazy_loader_counts_as_imports() -> None:
+    source = '_HOME = {"RunRecorder": "recorder"}\n'
+    [imp] = list(imports_of("stages", source, is_package=True, known=set(modules())))
+    assert imp.imported == "stages.recorder"
+    source = 'from importlib import import_module\nm = import_module(".gate", __name__)\n'
+    [imp] = list(imports_of("stages", source, is_package=True, known=set(modules())))
+    assert imp.imported == "stages.gate"
+
+
+def test_public_names_and_the_lazy_loaders_agree() -> None:
+    import importlib
+
+    for name, path in modules().items():
+        source = path.read_text(encoding="utf-8")
+        if f"{LAZY_MAP} = {{" not in source:
+            continue
+        mod = importlib.import_module(f"{PACKAGE}.{name}" if name else PACKAGE)
+        lazy = set(getattr(mod, LAZY_MAP))
+        public = set(mod.__all__)
+        assert lazy <= public, f"{name or PACKAGE}: loaded lazily but not public: {lazy - public}"
+        for public_name in sorted(public):
+            assert getattr(mod, public_name) is not None, f"{name}.{public_name} does not load"
