@@ -374,3 +374,56 @@ def test_the_consent_command_takes_no_answer_but_the_users(tmp_path: Path) -> No
     code, shown = consent_on_a_terminal(tmp_path, {**env, "RUNE_COUNCIL_ALLOW_EXTERNAL": "0"}, "y")
     assert code == 2 and "RUNE_COUNCIL_ALLOW_EXTERNAL=0" in shown, shown
     assert not (rune_dir / "consent.json").exists()
+
+
+@pytest.mark.parametrize(
+    "capabilities",
+    [{}, {"elicitation": {"url": {}}}],
+    ids=["no elicitation", "url elicitation only"],
+)
+def test_a_host_that_cannot_show_a_form_is_never_sent_one(
+    tmp_path: Path, capabilities: dict[str, Any]
+) -> None:
+    """Raw JSON-RPC, so every message the server sends is seen: no elicitation request
+    reaches a client that did not declare form elicitation; the call says needs-consent."""
+    import subprocess
+    import sys
+
+    three_clis(tmp_path)
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": capabilities,
+        "clientInfo": {"name": "t", "version": "0"},
+    }
+    call = {"name": "convene", "arguments": {"question": QUESTION, "id": "e0"}}
+    frames = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rune_council.cli", "council", "mcp"],
+        cwd=tmp_path,
+        env=server_env(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for frame in frames:
+            proc.stdin.write(json.dumps(frame) + "\n")
+        proc.stdin.flush()
+        seen: list[dict[str, Any]] = []
+        while not any(m.get("id") == 2 and "result" in m for m in seen):
+            line = proc.stdout.readline()
+            assert line, "the server closed its output before answering"
+            seen.append(json.loads(line))
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    assert not [m for m in seen if m.get("method") == "elicitation/create"]
+    (answered,) = [m["result"] for m in seen if m.get("id") == 2]
+    assert answered["isError"] is True
+    assert answered["structuredContent"]["needs_consent"] is True

@@ -22,11 +22,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Run a Model Context Protocol server on stdin/stdout with the tools "
-        "convene, detect, list_runs, show_run, verify_run and tally, and each run file as a "
-        "rune://runs/<id> resource. An agent host (Claude Code, Codex, Gemini CLI, ...) "
-        "starts it as a subprocess. Without --yes or standing consent "
-        "(RUNE_COUNCIL_ALLOW_EXTERNAL, council.toml) it asks the user through the host when "
-        "the host supports it, else councils run on subagents only. Needs the mcp extra: "
+        "convene, submit_answers, detect, list_runs, show_run, verify_run and tally, and "
+        "each run file as a rune://runs/<id> resource. An agent host (Claude Code, Codex, "
+        "Gemini CLI, ...) starts it as a subprocess. Without --yes or standing consent "
+        "(RUNE_COUNCIL_ALLOW_EXTERNAL, council.toml, rune council consent) it asks the user "
+        "through the host when the host supports it, else convene answers needs_consent "
+        "with the command the user runs. Slots no external voice may take go to the "
+        "host's own subagents (submit_answers). Needs the mcp extra: "
         "pip install 'rune-council[mcp]'.",
     )
     p.add_argument(
