@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from rune_council.contract import CouncilResult, PerspectiveRequest, RawOutput, Voice
+from rune_council.core.contract import CouncilResult, PerspectiveRequest, RawOutput, Voice
 from rune_council.stages.dispatch import DISPATCH
 from rune_council.stages.gate import gate
 

@@ -29,8 +29,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rune_council.batch import BatchOptions, batch_door, run_batch
+from rune_council.core.runtime import RuntimeReply
 from rune_council.council import CouncilOptions, convene
-from rune_council.runtime import RuntimeReply
 from rune_council.testing import AnswerEcho, ScriptedRuntime, claim_on
 
 PLAN = "1. Drain the old nodes.\n2. Switch traffic in one step.\n3. No rollback step is defined.\n"

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from rune_council.contract import PerspectiveRequest, RawOutput, Voice
+from rune_council.core.contract import PerspectiveRequest, RawOutput, Voice
 from rune_council.stages.gate import gate
 from rune_council.stages.normalize import normalize
 

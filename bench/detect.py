@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the fakes live in the test tree
 
 from rune_council import CouncilOptions, convene  # noqa: E402
-from rune_council.contract import CouncilResult, RunEvent  # noqa: E402
+from rune_council.core.contract import CouncilResult, RunEvent  # noqa: E402
 from rune_council.discovery.detect import detect_runtimes, probe  # noqa: E402
 from rune_council.runtimes.clis import BUILTIN  # noqa: E402
 from tests.fakes.bin import install_fake, path_with  # noqa: E402

@@ -119,7 +119,7 @@ def run(tmp: Path, repo: Path, args: list[str]) -> tuple[float, int, str]:
 
 
 def facts(repo: Path, run_id: str) -> dict[str, Any]:
-    from rune_council.prompts import ARTIFACT_CHAR_CAP
+    from rune_council.core.prompts import ARTIFACT_CHAR_CAP
 
     doc = json.loads((repo / ".rune" / "council" / f"run-{run_id}.json").read_text("utf-8"))
     evidence = [e for v in doc["voices"] for c in v["claims"] for e in c["evidence"]]

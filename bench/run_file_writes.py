@@ -32,9 +32,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rune_council import CouncilOptions, FunctionRuntime, convene
-from rune_council.contract import CouncilResult
+from rune_council.core.contract import CouncilResult
+from rune_council.core.safetext import mask_url_credentials
 from rune_council.recorder import FINAL_STATUSES, RunRecorder
-from rune_council.safetext import mask_url_credentials
 from rune_council.testing import ScriptedRuntime, answer_for, claim
 
 QUESTION = "Should we shard the orders table?"

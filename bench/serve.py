@@ -42,7 +42,7 @@ import httpx  # noqa: E402
 import jsonschema  # noqa: E402
 
 from rune_council import CouncilOptions  # noqa: E402
-from rune_council.contract import (  # noqa: E402
+from rune_council.core.contract import (  # noqa: E402
     CouncilResult,
     Orchestrator,
     PerspectiveRequest,

@@ -177,7 +177,7 @@ rune_council.cli.main()
 # What a single pass of HTTP voices loads before it asks them, in the order it needs them
 # (httpx's transport, httpcore and anyio, load with the first call and count as dispatch).
 IMPORT_GROUPS = (
-    ("pydantic + contract models", ("rune_council.contract",)),
+    ("pydantic + contract models", ("rune_council.core.contract",)),
     ("config models", ("rune_council.config",)),
     ("council + stages", ("rune_council.council",)),
     (

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rune_council.analytics.history import stats  # noqa: E402
-from rune_council.paths import RuneDir  # noqa: E402
+from rune_council.core.paths import RuneDir  # noqa: E402
 
 EXAMPLES = ROOT / ".rune-example" / "council"
 TEMPLATES = ["run-orders-shard-critique.json", "run-orders-shard-codex-fallback.json"]

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rune_council.contract import (  # noqa: E402
+from rune_council.core.contract import (  # noqa: E402
     CouncilResult,
     Orchestrator,
     PerspectiveRequest,

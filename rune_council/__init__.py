@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .contract import SCHEMA_VERSION, CouncilResult, PerspectiveRequest, VoiceAnswer
-    from .council import CouncilOptions, aconvene, convene
-    from .errors import (
+    from .core.contract import SCHEMA_VERSION, CouncilResult, PerspectiveRequest, VoiceAnswer
+    from .core.errors import (
         CouncilError,
         NotImplementedModeError,
         RequestError,
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
         RuntimeConfigError,
         StorageError,
     )
+    from .council import CouncilOptions, aconvene, convene
     from .runtimes.subagent import CommandRuntime, FunctionRuntime
 
 __all__ = [
@@ -47,20 +47,20 @@ __all__ = [
 ]
 
 _HOME = {
-    "SCHEMA_VERSION": "contract",
-    "CouncilResult": "contract",
-    "PerspectiveRequest": "contract",
-    "VoiceAnswer": "contract",
+    "SCHEMA_VERSION": "core.contract",
+    "CouncilResult": "core.contract",
+    "PerspectiveRequest": "core.contract",
+    "VoiceAnswer": "core.contract",
     "CouncilOptions": "council",
     "aconvene": "council",
     "convene": "council",
-    "CouncilError": "errors",
-    "NotImplementedModeError": "errors",
-    "RequestError": "errors",
-    "RunFileError": "errors",
-    "RunIdError": "errors",
-    "RuntimeConfigError": "errors",
-    "StorageError": "errors",
+    "CouncilError": "core.errors",
+    "NotImplementedModeError": "core.errors",
+    "RequestError": "core.errors",
+    "RunFileError": "core.errors",
+    "RunIdError": "core.errors",
+    "RuntimeConfigError": "core.errors",
+    "StorageError": "core.errors",
     "CommandRuntime": "runtimes.subagent",
     "FunctionRuntime": "runtimes.subagent",
 }

@@ -51,10 +51,11 @@ from pydantic import (
     field_validator,
 )
 
-from . import safejson, templates
-from .contract import MAX_VOICES, SETUP_NAME_PATTERN
-from .errors import RuntimeConfigError
-from .paths import RuneDir
+from . import templates
+from .core import safejson
+from .core.contract import MAX_VOICES, SETUP_NAME_PATTERN
+from .core.errors import RuntimeConfigError
+from .core.paths import RuneDir
 from .safefile import read_if_present
 from .trust_store import TrustRecord, TrustStore, digest
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from . import safejson
 from .config import CouncilConfig, trust_store
+from .core import safejson
+from .core.paths import RuneDir
 from .files import atomic_write_json
-from .paths import RuneDir
 from .safefile import read_capped_text
 
 ENV_ALLOW = "RUNE_COUNCIL_ALLOW_EXTERNAL"

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import RunFileError, file_error
+from .core.errors import RunFileError, file_error
 
 
 def atomic_write_json(path: Path, data: Any) -> None:

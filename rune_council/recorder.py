@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from .contract import ENDED_STATUSES, CouncilResult
+from .core.contract import ENDED_STATUSES, CouncilResult
+from .core.redaction import Redactor, redact_model
+from .core.safetext import mask_url_credentials
 from .files import atomic_write_bytes
-from .redaction import Redactor, redact_model
 from .runtimes.base import secrets_in_play
-from .safetext import mask_url_credentials
 
 # A run in one of these states is not rewritten again by its council, so that version must
 # survive a crash; so must the first version (a file that exists is a run that started).

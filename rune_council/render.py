@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import chain
 
-from .contract import CouncilResult, RankerDetail, Repair, TallyReport
-from .safetext import one_line, plain
+from .core.contract import CouncilResult, RankerDetail, Repair, TallyReport
+from .core.safetext import one_line, plain
 
 
 def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> str:

@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import CouncilError
+from .core.errors import CouncilError
 from .files import atomic_write_bytes
 from .safefile import read_capped
 

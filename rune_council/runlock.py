@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import RunFileError, RunIdError
+from .core.errors import RunFileError, RunIdError
 
 __all__ = ["claim"]
 

@@ -24,13 +24,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import safejson, shapes
-from .contract import CouncilResult, Orchestrator
-from .errors import RunFileError, file_error
-from .paths import RuneDir
+from .core import safejson, shapes
+from .core.contract import CouncilResult, Orchestrator
+from .core.errors import RunFileError, file_error
+from .core.paths import RuneDir
+from .core.safetext import one_line
 from .run_index import StatKey, read_index, scan, settled_before, stat_key, still_fresh, write_index
 from .safefile import NotRegularFile, is_plain_file, is_symlink, read_capped
-from .safetext import one_line
 
 # Six missed heartbeats (they come every 5 s) before a run on another host counts as gone.
 REMOTE_STALE_AFTER_S = 30.0

@@ -25,14 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .contract import (
+from .core.contract import (
     AttemptOutcome,
     CouncilResult,
     FamilyConfidence,
     PerspectiveRequest,
     VoiceSource,
 )
-from .runtime import ReplyCheck, RuntimeReply
+from .core.runtime import ReplyCheck, RuntimeReply
 
 __all__ = [
     "AnswerEcho",

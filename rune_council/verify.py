@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contract import (
+from .core.contract import (
     CouncilResult,
     Deliberation,
     DeliberationOptions,
@@ -28,11 +28,11 @@ from .contract import (
     Validity,
     Voice,
 )
+from .core.errors import RunFileError
 from .deliberation import rank, redteam, rounds, vote
 from .deliberation.consolidate import deterministic_merge
 from .deliberation.metadata import digest_of, settle_decision, verdict_metadata
 from .deliberation.method import Recount, Replay, Replays, Results
-from .errors import RunFileError
 from .stages.dispatch import DISPATCH
 from .stages.verdict import reach_verdict
 

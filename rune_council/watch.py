@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .errors import RunFileError
+from .core.errors import RunFileError
 from .runs import LOCAL_STALL_WARN_S, UNFINISHED, liveness, load
 
 if TYPE_CHECKING:
     import threading
 
-    from .contract import CouncilResult, RunEvent
+    from .core.contract import CouncilResult, RunEvent
 
 # Group a burst of writes for at most this long; report a lone write after this much quiet.
 DEBOUNCE_MS = 100

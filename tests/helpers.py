@@ -38,7 +38,7 @@ def gated_voice(
     runtime: str | None = None,
 ) -> Any:
     """A voice as it leaves GATE, built by running the real gate on ``text``."""
-    from rune_council.contract import PerspectiveRequest, RawOutput, Voice
+    from rune_council.core.contract import PerspectiveRequest, RawOutput, Voice
     from rune_council.stages.gate import gate
 
     voice = Voice(

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from rune_council import CouncilOptions, convene
+from rune_council.core.families import classify_model
 from rune_council.discovery.detect import probe
-from rune_council.families import classify_model
 from rune_council.runtimes.cli import CliRuntime
 from rune_council.runtimes.cli_adapter import adapter_env
 from rune_council.runtimes.clis import BUILTIN

@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rune_council.answer import SEVERITY_WORDS, WRAPPER_KEYS
-from rune_council.contract import PerspectiveRequest, RawOutput, Voice
+from rune_council.core.answer import SEVERITY_WORDS, WRAPPER_KEYS
+from rune_council.core.contract import PerspectiveRequest, RawOutput, Voice
 from rune_council.stages.gate import gate
 from rune_council.stages.normalize import normalize
 from tests.helpers import PLAN

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rune_council.contract import PerspectiveRequest, RawOutput, Voice
+from rune_council.core.contract import PerspectiveRequest, RawOutput, Voice
 from rune_council.stages.gate import gate
 
 ROOT = Path(__file__).resolve().parents[1]

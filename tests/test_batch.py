@@ -13,8 +13,8 @@ import pytest
 from rune_council import runlock
 from rune_council.batch import BadItems, Batch, BatchOptions, batch_door, read_rows, run_batch
 from rune_council.batch.items import MAX_LINE_BYTES
+from rune_council.core.runtime import RuntimeReply
 from rune_council.council.intake import AskDefaults, Door
-from rune_council.runtime import RuntimeReply
 from rune_council.testing import AnswerEcho, ScriptedRuntime, claim_on
 
 PLAN = "1. Drain the old nodes.\n2. Switch traffic in one step.\n3. No rollback step is defined.\n"

@@ -15,8 +15,8 @@ import pytest
 
 from rune_council.batch import Batch, read_rows
 from rune_council.config import load_config
-from rune_council.errors import RuntimeConfigError
-from rune_council.runtime import RuntimeReply
+from rune_council.core.errors import RuntimeConfigError
+from rune_council.core.runtime import RuntimeReply
 from rune_council.runtimes.http import EndpointClient
 from rune_council.runtimes.limits import Backoff, Limits
 from rune_council.runtimes.user_defined import load_user_runtimes

@@ -17,10 +17,10 @@ import jsonschema
 import pytest
 
 from rune_council import CouncilOptions
-from rune_council.contract import CouncilResult
+from rune_council.core.contract import CouncilResult
+from rune_council.core.errors import RequestError
 from rune_council.council import convene_chain
 from rune_council.council.chain import step_ids
-from rune_council.errors import RequestError
 from rune_council.testing import ScriptedRuntime
 from rune_council.verify import verify
 from tests.helpers import (

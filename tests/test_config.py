@@ -11,7 +11,7 @@ import pytest
 
 from rune_council import CouncilOptions, convene
 from rune_council.config import load_config, trust_file
-from rune_council.errors import RuntimeConfigError
+from rune_council.core.errors import RuntimeConfigError
 from tests.fakes.bin import path_with
 from tests.helpers import answer, claim
 

@@ -21,7 +21,7 @@ from rune_council import (
     aconvene,
     convene,
 )
-from rune_council.contract import CouncilResult
+from rune_council.core.contract import CouncilResult
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import (
     PLAN,

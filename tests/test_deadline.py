@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from rune_council import CouncilOptions, convene
-from rune_council.contract import CouncilResult
+from rune_council.core.contract import CouncilResult
 from rune_council.testing import ScriptedRuntime, answer_for
 from rune_council.verify import verify
 from tests.fakes.bin import install_fake, path_with
@@ -155,7 +155,7 @@ def test_the_config_default_applies_and_is_recorded_and_a_request_overrides_it(
     rune.mkdir()
     (rune / "council.toml").write_text("[council]\ndeadline = 0.3\n")
     from rune_council.config import load_config
-    from rune_council.paths import RuneDir
+    from rune_council.core.paths import RuneDir
 
     config = load_config(RuneDir.resolve(rune), {"HOME": str(tmp_path)})
     assert config.council.deadline == 0.3
@@ -186,8 +186,8 @@ def test_a_misspelled_council_key_is_refused_with_the_closest_name(tmp_path: Pat
     rune.mkdir()
     (rune / "council.toml").write_text("[council]\ndeadlin = 30\n")
     from rune_council.config import load_config
-    from rune_council.errors import RuntimeConfigError
-    from rune_council.paths import RuneDir
+    from rune_council.core.errors import RuntimeConfigError
+    from rune_council.core.paths import RuneDir
 
     with pytest.raises(RuntimeConfigError, match="deadline"):
         load_config(RuneDir.resolve(rune), {"HOME": str(tmp_path)})

@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 
 from rune_council import CouncilOptions, FunctionRuntime, convene
-from rune_council.contract import SCHEMA_VERSION, CouncilResult
+from rune_council.core.contract import SCHEMA_VERSION, CouncilResult
 from rune_council.council import convene_chain
 from rune_council.runtimes.cli import CliRuntime
 from rune_council.runtimes.clis import BUILTIN

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from rune_council import CouncilOptions, FunctionRuntime, RequestError, convene
-from rune_council.contract import ConsolidatedItem, CouncilResult, Synthesis, Voice
+from rune_council.core.contract import ConsolidatedItem, CouncilResult, Synthesis, Voice
 from rune_council.deliberation.ballots import Reading
 from rune_council.deliberation.method import Outcome, Recount, Results, Round, Standing
 from rune_council.deliberation.methods.vote import METHOD as VOTE

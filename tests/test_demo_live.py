@@ -55,7 +55,7 @@ def test_a_multi_line_reason_stays_on_its_row_in_the_live_table_and_the_plain_li
     from rich.console import Console
 
     from rune_council.cli.live import Board
-    from rune_council.contract import RunEvent
+    from rune_council.core.contract import RunEvent
 
     result = convene(
         demo_request("ml"), CouncilOptions(runtimes=demo_runtimes(0.1), rune_dir=tmp_path)

@@ -15,7 +15,7 @@ import pytest
 
 from rune_council import CouncilOptions, RuntimeConfigError, convene
 from rune_council.config import trust_file
-from rune_council.contract import RuntimesFile
+from rune_council.core.contract import RuntimesFile
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, answer, claim
 

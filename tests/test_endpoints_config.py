@@ -12,6 +12,8 @@ import pytest
 from keyring.backend import KeyringBackend
 
 from rune_council.config import trust_file
+from rune_council.core.errors import RuntimeConfigError
+from rune_council.core.paths import RuneDir
 from rune_council.endpoints import (
     PRESETS,
     EndpointSpec,
@@ -21,8 +23,6 @@ from rune_council.endpoints import (
     spec_from_argument,
 )
 from rune_council.endpoints.keys import resolve_key
-from rune_council.errors import RuntimeConfigError
-from rune_council.paths import RuneDir
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
+from rune_council.core.families import classify_model
 from rune_council.endpoints import rank_models
-from rune_council.families import classify_model
 from rune_council.runtimes.http import ModelChoice
 
 # Model ids as NVIDIA's catalogue, OpenRouter and Ollama list them. The base model behind each

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rune_council.core.errors import RequestError
 from rune_council.council.eval_items import load_dataset, review_artifact
-from rune_council.errors import RequestError
 
 GOOD = {
     "id": "ok",

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from rune_council.errors import RequestError
+from rune_council.core.errors import RequestError
 from rune_council.evaluation import humaneval as H
 
 SUBSET = 15

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rune_council.families import KNOWN_FAMILIES, classify_model
+from rune_council.core.families import KNOWN_FAMILIES, classify_model
 from rune_council.runtimes.clis import BUILTIN
 
 CATALOGUE = Path(__file__).parent / "fixtures" / "model_families.csv"

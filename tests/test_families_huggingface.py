@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rune_council.families import KNOWN_FAMILIES, classify_model
+from rune_council.core.families import KNOWN_FAMILIES, classify_model
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from rune_council import CouncilOptions, RequestError, RunFileError, convene
-from rune_council.contract import CouncilResult, RunEvent
+from rune_council.core.contract import CouncilResult, RunEvent
 from tests import voice_dirs
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import PLAN, answer, claim

@@ -14,9 +14,9 @@ import pytest
 
 from rune_council import CouncilOptions, convene
 from rune_council.config import trust_file
+from rune_council.core.paths import RuneDir
 from rune_council.endpoints import EndpointSetup, EndpointSpec, ModelRef, resolve_model
 from rune_council.endpoints.discovery import cache_path
-from rune_council.paths import RuneDir
 from tests.helpers import (
     PLAN,
     QUESTION,

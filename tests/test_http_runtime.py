@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from rune_council.answer import answer_problem
-from rune_council.contract import PerspectiveRequest
-from rune_council.errors import EndpointCallError
-from rune_council.prompts import compose_prompt
-from rune_council.runtime import ReplyCheck, RuntimeReply
+from rune_council.core.answer import answer_problem
+from rune_council.core.contract import PerspectiveRequest
+from rune_council.core.errors import EndpointCallError
+from rune_council.core.prompts import compose_prompt
+from rune_council.core.runtime import ReplyCheck, RuntimeReply
 from rune_council.runtimes.http import (
     ApiKey,
     CandidatePool,

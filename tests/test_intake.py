@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from rune_council.contract import PerspectiveRequest
+from rune_council.core.contract import PerspectiveRequest
 from rune_council.council.intake import (
     FLAGS,
     REQUEST_PATHS,

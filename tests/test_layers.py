@@ -23,20 +23,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "core",
         (
-            "contract",
-            "errors",
-            "text",
-            "paths",  # where files go and the run-id guard; reads no file
-            "shapes",  # the exact shapes of values this program writes and acts on
-            "answer",  # parsing a voice's answer text
-            "prompts",  # the text of the prompts, built from the contract
-            "schema",  # JSON Schemas generated from the contract
-            "safejson",  # JSON/TOML parsing with size and depth caps
-            "safetext",  # untrusted text made safe to print
-            "redaction",  # secrets found in any form a text can carry them
-            "userregex",  # a user's pattern compiled with bounds
-            "runtime",  # the Runtime protocol every voice implements
-            "families",  # which model family a model name belongs to
+            # rune_council/core/: the contract, errors, text, paths, shapes, answer parsing,
+            # prompts, schemas, bounded JSON/TOML, safe text, redaction, user regexes, the
+            # Runtime protocol and model families: what every other layer builds on.
+            "core",
             "runtimes.base",  # the environment rules every runtime shares
         ),
     ),

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rune_council.paths import RuneDir
+from rune_council.core.paths import RuneDir
 from rune_council.runs import LIST_INDEX_NAME, RunSummary, list_runs, summarise
 
 EXAMPLES = Path(__file__).resolve().parents[1] / ".rune-example" / "council"

@@ -24,7 +24,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from rune_council.cli.live import Board
-from rune_council.contract import RunEvent
+from rune_council.core.contract import RunEvent
 from rune_council.council import CouncilOptions, convene
 from rune_council.demo import demo_request, demo_runtimes
 

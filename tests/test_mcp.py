@@ -21,7 +21,7 @@ import psutil
 import pytest
 from mcp import types
 
-from rune_council.contract import CouncilResult
+from rune_council.core.contract import CouncilResult
 from rune_council.council.intake import ask_schema
 from tests.fakes.bin import install_fake
 from tests.helpers import PLAN, QUESTION, ROLLBACK, SHARDS, UNDO, answer, council_result_schema

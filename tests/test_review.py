@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from rune_council.prompts import ARTIFACT_CHAR_CAP, numbered_artifact
+from rune_council.core.prompts import ARTIFACT_CHAR_CAP, numbered_artifact
 from tests.fixtures.review.kit import (
     INJECTION,
     INJECTION_TOO,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from rune_council import CouncilOptions, FunctionRuntime, convene
-from rune_council.contract import CouncilResult
+from rune_council.core.contract import CouncilResult
 from rune_council.verify import verify
 from tests.helpers import UNDO
 from tests.test_deliberation import OFFLINE, member, request, scripted, three

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from rune_council import CommandRuntime, FunctionRuntime
-from rune_council.answer import answer_problem
-from rune_council.runtime import Runtime, RuntimeReply, is_runtime
+from rune_council.core.answer import answer_problem
+from rune_council.core.runtime import Runtime, RuntimeReply, is_runtime
 from rune_council.runtimes.bridge import BridgeRuntime
 from rune_council.runtimes.cli import CliRuntime
 from rune_council.runtimes.clis import BUILTIN

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from rune_council.contract import PerspectiveRequest
-from rune_council.prompts import compose_prompt
+from rune_council.core.contract import PerspectiveRequest
+from rune_council.core.prompts import compose_prompt
 from rune_council.runtimes.http import CandidatePool, EndpointClient, HttpRuntime, ModelChoice
 from tests.helpers import answer, claim
 from tests.http_server import Behaviour, OpenAIServer, answering

@@ -11,7 +11,13 @@ from __future__ import annotations
 import json
 import re
 
-from rune_council.contract import PerspectiveRequest, RankProposal, RankShuffle, RawOutput, Voice
+from rune_council.core.contract import (
+    PerspectiveRequest,
+    RankProposal,
+    RankShuffle,
+    RawOutput,
+    Voice,
+)
 from rune_council.deliberation.rank import ballot_prompt, chairman_prompt
 from rune_council.stages.arbitrate import arbitrate
 from rune_council.stages.gate import gate

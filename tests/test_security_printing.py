@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rune_council.safetext import json_text
+from rune_council.core.safetext import json_text
 from tests.helpers import answer, claim
 from tests.http_server import OpenAIServer, answering
 from tests.test_security_endpoints import HostileServer, Reply

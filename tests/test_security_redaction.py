@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from rune_council.contract import PerspectiveRequest, Voice
-from rune_council.redaction import Redactor, redact_model
+from rune_council.core.contract import PerspectiveRequest, Voice
+from rune_council.core.redaction import Redactor, redact_model
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import answer, claim
 from tests.http_server import OpenAIServer, answering

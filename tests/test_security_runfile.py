@@ -559,7 +559,7 @@ def test_a_planted_results_file_is_replaced_never_written_through(tmp_path: Path
 
 def test_reading_a_hostile_results_file_is_one_error_naming_the_line(tmp_path: Path) -> None:
     from rune_council.batch import read_rows
-    from rune_council.errors import RunFileError
+    from rune_council.core.errors import RunFileError
 
     path = tmp_path / "results.jsonl"
     good = '{"id":"a","line":1,"status":"complete"}'

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rune_council import shapes
+from rune_council.core import shapes
 from rune_council.runtimes import lineage, scratch
 from rune_council.runtimes.auth import AuthContext, run_status
 from rune_council.runtimes.process import remove_leftover_dirs

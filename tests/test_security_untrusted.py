@@ -20,15 +20,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rune_council import safejson
-from rune_council.answer import extract_answer
-from rune_council.errors import RunFileError
+from rune_council.core import safejson
+from rune_council.core.answer import extract_answer
+from rune_council.core.errors import RunFileError
+from rune_council.core.safetext import markup, plain
 from rune_council.runs import load
 from rune_council.runtimes import clis, parsers
 from rune_council.runtimes.clis import BUILTIN
 from rune_council.runtimes.http import EndpointClient, _completion_text, _Malformed
 from rune_council.safefile import NotRegularFile, read_capped
-from rune_council.safetext import markup, plain
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_RUN = next((ROOT / ".rune-example" / "council").glob("run-*.json")).read_text()
@@ -253,7 +253,7 @@ def hostile_server() -> Iterator[tuple[str, type[_Hostile]]]:
 def test_nested_model_list_and_answer_from_a_live_endpoint(
     hostile_server: tuple[str, type[_Hostile]],
 ) -> None:
-    from rune_council.errors import EndpointCallError
+    from rune_council.core.errors import EndpointCallError
 
     url, handler = hostile_server
     handler.body = b'{"data": ' + b"[" * DEEP
@@ -332,7 +332,7 @@ def test_tally_and_show_refuse_a_fifo_at_once(tmp_path: Path) -> None:
 @FUZZ
 @given(escape_laden | st.text(max_size=200))
 def test_renderers_print_hostile_fields_as_text(text: str) -> None:
-    from rune_council.contract import CouncilResult
+    from rune_council.core.contract import CouncilResult
     from rune_council.deliberation.render import render_deliberation
     from rune_council.render import render
 

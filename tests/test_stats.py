@@ -30,7 +30,7 @@ from rune_council.analytics.index import INDEX_NAME
 from rune_council.analytics.page import page
 from rune_council.analytics.since import parse_since
 from rune_council.cli import app
-from rune_council.paths import RuneDir
+from rune_council.core.paths import RuneDir
 from tests.stats_history import CLAUDE_MS, HOUR_AGO, age, build_history
 
 

@@ -13,8 +13,9 @@ import jsonschema
 import pytest
 
 from rune_council import CouncilOptions, convene
-from rune_council.answer import answer_problem
-from rune_council.contract import VoiceAnswer
+from rune_council.core.answer import answer_problem
+from rune_council.core.contract import VoiceAnswer
+from rune_council.core.schema import WireSchemaError, _inline, render_wire_schema, wire_schema
 from rune_council.endpoints import EndpointSetup, EndpointSpec
 from rune_council.endpoints.formats import FORMATS_FILE, UserFormatMemory
 from rune_council.runtimes.http import (
@@ -23,7 +24,6 @@ from rune_council.runtimes.http import (
     HttpRuntime,
     ModelChoice,
 )
-from rune_council.schema import WireSchemaError, _inline, render_wire_schema, wire_schema
 from tests.helpers import PLAN, QUESTION, ROLLBACK, SHARDS, UNDO, answer, council_result_schema
 from tests.http_server import Behaviour, OpenAIServer, Seen, answering
 
@@ -283,7 +283,7 @@ def test_the_committed_wire_schema_matches_the_contract() -> None:
     committed = (ROOT / "contracts" / "voice-answer.wire.schema.json").read_text()
     assert committed == render_wire_schema("voice-answer"), (
         "contracts/voice-answer.wire.schema.json is stale: run "
-        "`python -m rune_council.schema contracts`"
+        "`python -m rune_council.core.schema contracts`"
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 
 from rune_council import CouncilOptions, convene
-from rune_council.contract import CouncilResult
+from rune_council.core.contract import CouncilResult
 from rune_council.testing import ScriptedRuntime
 from rune_council.verify import verify
 from tests.helpers import PLAN, QUESTION, ROLLBACK, SHARDS, UNDO, answer, council_result_schema

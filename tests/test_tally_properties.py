@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rune_council.contract import ConsolidatedItem
+from rune_council.core.contract import ConsolidatedItem
 from rune_council.deliberation.tally import tally_text
 from rune_council.deliberation.vote import count_votes, required_yes
 
@@ -105,7 +105,7 @@ def votes(draw: Any) -> tuple[list[ConsolidatedItem], dict[str, dict[int, str]],
 @settings(max_examples=200, deadline=None)
 @given(votes())
 def test_adding_an_absent_member_changes_no_vote_outcome(case: Any) -> None:
-    from rune_council.contract import AbsentMember
+    from rune_council.core.contract import AbsentMember
 
     items, choices, threshold = case
     before = count_votes(items, choices, threshold)

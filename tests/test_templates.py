@@ -20,10 +20,10 @@ import pytest
 
 from rune_council import CouncilOptions, convene
 from rune_council.config import builtin_templates, load_config
-from rune_council.contract import CouncilResult, PerspectiveRequest
+from rune_council.core.contract import CouncilResult, PerspectiveRequest
+from rune_council.core.errors import RequestError, RuntimeConfigError
+from rune_council.core.prompts import compose_prompt
 from rune_council.council.templates import apply_template, find_template
-from rune_council.errors import RequestError, RuntimeConfigError
-from rune_council.prompts import compose_prompt
 from rune_council.stages.allocate import Candidate, allocate
 from rune_council.testing import ScriptedRuntime
 from rune_council.verify import verify

@@ -163,7 +163,7 @@ def with_rank_stage(doc: dict[str, Any]) -> None:
         },
     }
     # A rank stage changes the verdict block too; a consistent file carries both.
-    from rune_council.contract import CouncilResult
+    from rune_council.core.contract import CouncilResult
     from rune_council.deliberation.metadata import verdict_metadata
 
     doc["verdict"] = verdict_metadata(CouncilResult.model_validate(doc)).model_dump(mode="json")

@@ -21,7 +21,7 @@ import jsonschema
 import pytest
 
 from rune_council import CouncilOptions, convene
-from rune_council.contract import SCHEMA_VERSION, ConsolidatedItem, CouncilResult, VoteResult
+from rune_council.core.contract import SCHEMA_VERSION, ConsolidatedItem, CouncilResult, VoteResult
 from rune_council.deliberation import rank as rank_mod
 from rune_council.deliberation.metadata import verdict_metadata
 from rune_council.deliberation.tally import tally_text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rune_council.contract import AbsentMember, ConsolidatedItem
+from rune_council.core.contract import AbsentMember, ConsolidatedItem
 from rune_council.deliberation.vote import count_votes, read_ballot, required_yes
 
 

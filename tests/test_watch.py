@@ -284,7 +284,7 @@ def _replay_writer(path: Path, *, heartbeat_age_s: float = 0.0) -> tuple[Any, An
     """This test process as the orchestrator: the real recorder, our own live pid."""
     import datetime as dt
 
-    from rune_council.contract import CouncilResult
+    from rune_council.core.contract import CouncilResult
     from rune_council.recorder import RunRecorder
 
     doc = json.loads((EXAMPLES / "run-orders-shard-critique.skeleton.json").read_text())
@@ -305,7 +305,7 @@ def _replay_writer(path: Path, *, heartbeat_age_s: float = 0.0) -> tuple[Any, An
 def test_a_burst_of_writes_is_reported_whole_and_once(
     tmp_path: Path, procs: list[subprocess.Popen[str]]
 ) -> None:
-    from rune_council.contract import RunEvent
+    from rune_council.core.contract import RunEvent
 
     path = tmp_path / "burst.json"
     result, recorder = _replay_writer(path)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from rune_council.contract import CouncilResult
+from rune_council.core.contract import CouncilResult
 from rune_council.runs import REMOTE_STALE_AFTER_S, liveness
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rune_council.contract import VoteResult
+from rune_council.core.contract import VoteResult
 from rune_council.deliberation.tally import tally_text
 from tests.test_verify_ballots import _a_no, _edited, _flip, _rederive_verdict, _run
 

@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import CouncilError
-from ..safetext import plain
+from ..core.errors import CouncilError
+from ..core.safetext import plain
 from .aggregate import Stats
 
 if TYPE_CHECKING:

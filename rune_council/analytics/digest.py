@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contract import CouncilResult, Voice
+from ..core.contract import CouncilResult, Voice
 from ..runs import parse_time
 
 # Names from a run file end up in tables and pictures; longer ones are cut.

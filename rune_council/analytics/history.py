@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ..paths import RuneDir
+from ..core.paths import RuneDir
 from .aggregate import Files, SkippedFile, Stats, aggregate
 from .index import collect
 

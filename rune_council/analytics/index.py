@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import CouncilError
-from ..paths import RuneDir
+from ..core.errors import CouncilError
+from ..core.paths import RuneDir
 from ..run_index import (
     StatKey,
     read_index,

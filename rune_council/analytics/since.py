@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from ..errors import RequestError
+from ..core.errors import RequestError
 
 _SPAN = re.compile(r"^(\d{1,5})([hdw])$")
 _UNIT = {"h": "hours", "d": "days", "w": "weeks"}

@@ -32,7 +32,8 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel
 
-from .. import safejson
+from ..core import safejson
+from ..core.errors import CouncilError, RequestError
 from ..council.intake import (
     KEYS,
     Ask,
@@ -45,7 +46,6 @@ from ..council.intake import (
     unknown_key,
 )
 from ..council.request import ARTIFACT_READ_CAP
-from ..errors import CouncilError, RequestError
 from ..safefile import read_capped
 
 # One line holds a question (20,000 characters at most) and may inline an artifact (read up

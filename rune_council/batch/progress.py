@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..safetext import plain
+from ..core.safetext import plain
 from .results import Row
 
 PLAIN_EVERY_S = 10.0

@@ -28,13 +28,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import runlock, safejson
-from ..contract import CouncilResult
+from .. import runlock
+from ..core import safejson
+from ..core.contract import CouncilResult
+from ..core.errors import CouncilError, RequestError, RunFileError
+from ..core.paths import RuneDir
 from ..council import CouncilOptions, aconvene
 from ..council.chain import aconvene_chain
 from ..council.request import claim_run_file
-from ..errors import CouncilError, RequestError, RunFileError
-from ..paths import RuneDir
 from ..recorder import RunRecorder
 from ..runs import MAX_RUN_FILE_BYTES, read_bytes
 from ..runtimes.limits import Limits, limit_key

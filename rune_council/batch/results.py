@@ -24,8 +24,8 @@ from typing import Literal, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..contract import CouncilResult
-from ..errors import RunFileError, file_error
+from ..core.contract import CouncilResult
+from ..core.errors import RunFileError, file_error
 from ..runs import seconds_between
 from ..safefile import is_symlink, read_capped
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..contract import CouncilResult
+from ..core.contract import CouncilResult
+from ..core.errors import RunFileError
 from ..council import parse_request
-from ..errors import RunFileError
 from ..runs import liveness, load
 from ..verify import verify
 from .results import Row, row_for

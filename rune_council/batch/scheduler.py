@@ -19,16 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..contract import CouncilResult
+from ..core.contract import CouncilResult
+from ..core.errors import CouncilError, RequestError, RunIdError
 from ..council.intake import Door
-from ..errors import CouncilError, RequestError, RunIdError
 from ..runtimes.limits import Limits, caps_from_config
 from .items import BadLine, Item, describe_duplicates, items, scan
 from .results import ResultsFile, Row, Status, Tally, row_for
 from .resume import decide
 
 if TYPE_CHECKING:
-    from ..runtime import Runtime
+    from ..core.runtime import Runtime
 
 Convener = Callable[[Item, bool], Awaitable[CouncilResult]]
 """Runs one item's council: (the item, overwrite an earlier run file)."""

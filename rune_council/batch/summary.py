@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..safetext import plain
+from ..core.safetext import plain
 from .results import PROBLEMS_SHOWN, Tally
 
 ORDER = ("complete", "no_verdict", "failed", "cancelled", "busy", "invalid")

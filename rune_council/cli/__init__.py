@@ -12,7 +12,7 @@ import sys
 from . import lifetime  # first: it tunes the collector before the heavy imports
 
 # isort: split
-from ..errors import CouncilError, ExitCode, exit_code_for
+from ..core.errors import CouncilError, ExitCode, exit_code_for
 from . import (
     batch_cmd,  # noqa: F401  (registers the commands)
     consent_cmd,  # noqa: F401

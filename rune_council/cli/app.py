@@ -1,7 +1,7 @@
 """The ``rune`` Typer apps and the helpers every command shares.
 
 Heavy modules (pydantic, the stages) are imported inside the commands so ``rune --help``
-starts fast. Every command ends with a code from ``rune_council.errors.ExitCode``; an error
+starts fast. Every command ends with a code from ``rune_council.core.errors.ExitCode``; an error
 is turned into one through ``exit_code_for``, the one table (see README "Exit codes").
 
 Commands print only through ``echo`` (text) and ``echo_json`` (documents): what they print
@@ -21,7 +21,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 
 
 def _asks_a_question(args: Sequence[str], commands: Collection[str]) -> bool:
@@ -135,7 +135,7 @@ def build_only_what_runs(argv: Sequence[str]) -> None:
 def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
     """Print text for a person: no escape sequence, control character (but newline and tab)
     or URL credential in ``message`` reaches the terminal (``safetext.plain``)."""
-    from ..safetext import plain
+    from ..core.safetext import plain
 
     typer.echo(plain(message), err=err, nl=nl)
 
@@ -143,7 +143,7 @@ def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
 def echo_json(document: str | bytes, *, nl: bool = True) -> None:
     """Print a serialized JSON document on stdout, every control character in it escaped
     so a terminal shows it inert and a program reads the same values (``safetext.json_text``)."""
-    from ..safetext import json_text
+    from ..core.safetext import json_text
 
     text = document.decode("utf-8", "replace") if isinstance(document, bytes) else document
     typer.echo(json_text(text), nl=nl)
@@ -158,7 +158,7 @@ def fail(message: str, code: int) -> typer.Exit:
 @contextmanager
 def council_errors(cancellable: bool = False) -> Iterator[None]:
     """The library's errors as one line and the exit code the table gives their class."""
-    from ..errors import CouncilError, exit_code_for
+    from ..core.errors import CouncilError, exit_code_for
 
     try:
         yield

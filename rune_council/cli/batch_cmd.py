@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json, fail
 
 if TYPE_CHECKING:
     from ..batch import Row
     from ..batch.progress import Pace
     from ..config import CouncilConfig
+    from ..core.paths import RuneDir
     from ..council.intake import AskDefaults, Door
     from ..council.options import CouncilOptions
-    from ..paths import RuneDir
 
 # The council flag a batch does not take: every line has its own id. Consent (--yes) is
 # the batch's own decision, given to every council with the prompt's answer.
@@ -219,9 +219,9 @@ def batch_command(
     from ..batch.progress import progress
     from ..batch.summary import render_summary
     from ..config import load_config
+    from ..core.paths import RuneDir
     from ..council.intake import Door
     from ..discovery.assembly import detect_configured
-    from ..paths import RuneDir
     from ..runtimes.limits import Limits, caps_from_config
     from .consent_prompt import external_consent
     from .signals import signal_exit_code, terminating_signals
@@ -323,8 +323,8 @@ def _defaults(params: Mapping[str, Any]) -> AskDefaults:
 def _planned(door: Door) -> CouncilOptions | None:
     """The options every line starts from, so the consent question names the endpoints the
     batch's flags give; None (the configured ones) when the flags alone make no council."""
+    from ..core.errors import CouncilError
     from ..council.intake import Ask, prepare
-    from ..errors import CouncilError
 
     try:
         return prepare(Ask(question="the batch's questions"), door).options

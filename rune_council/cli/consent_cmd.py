@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 from .app import council_app, council_errors, echo, fail
 
 
@@ -34,9 +34,9 @@ def consent_command(
 ) -> None:
     from ..config import load_config
     from ..consent import decide, remember
+    from ..core.paths import RuneDir
     from ..discovery.assembly import assemble_clis
     from ..endpoints import load_setup
-    from ..paths import RuneDir
 
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         raise fail(

@@ -19,8 +19,8 @@ from .app import echo
 
 if TYPE_CHECKING:
     from ..config import CouncilConfig
+    from ..core.paths import RuneDir
     from ..council.options import CouncilOptions
-    from ..paths import RuneDir
 
 
 def _interactive() -> bool:

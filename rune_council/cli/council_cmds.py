@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import ExitCode, exit_code_for_status
+from ..core.errors import ExitCode, exit_code_for_status
 from .app import council_app, council_errors, echo, echo_json
 
 if TYPE_CHECKING:
-    from ..contract import CouncilResult
+    from ..core.contract import CouncilResult
 
 
 @council_app.command("run", help="Ask the council a question (the default command).")
@@ -147,9 +147,9 @@ def run_command(
         ),
     ] = False,
 ) -> None:
+    from ..core.paths import RuneDir
     from ..council.intake import FLAGS, Door, parse_ask, prepare
     from ..deliberation.render import render_deliberation
-    from ..paths import RuneDir
     from ..render import render
     from .consent_prompt import external_consent
     from .live import progress
@@ -260,8 +260,8 @@ def templates_command(
     rune_dir: Annotated[Path | None, typer.Option(help="Where .rune files go.")] = None,
 ) -> None:
     from ..config import load_config
+    from ..core.paths import RuneDir
     from ..council.templates import chains, templates
-    from ..paths import RuneDir
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():
@@ -316,8 +316,8 @@ def detect_command(
     import asyncio
 
     from ..config import load_config
+    from ..core.paths import RuneDir
     from ..discovery.assembly import detect_configured
-    from ..paths import RuneDir
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json
 
 
@@ -41,9 +41,9 @@ def demo_command(
         bool, typer.Option("--json", help="Print the CouncilResult as JSON and nothing else.")
     ] = False,
 ) -> None:
+    from ..core.paths import RuneDir
     from ..council import CouncilOptions, convene, new_run_id, parse_request
     from ..demo import demo_request, demo_runtimes
-    from ..paths import RuneDir
     from .live import progress
     from .runs_cmds import report
     from .signals import terminating_signals

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json
 
 if TYPE_CHECKING:
@@ -30,8 +30,8 @@ def doctor_command(
 ) -> None:
     import asyncio
 
+    from ..core.paths import RuneDir
     from ..discovery.doctor import diagnose
-    from ..paths import RuneDir
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():
@@ -78,7 +78,7 @@ def next_steps(d: Diagnosis) -> list[str]:
 
 
 def _row(row: Row) -> list[str]:
-    from ..safetext import one_line
+    from ..core.safetext import one_line
 
     found = ("found" if row.found else "not found") if row.kind == "cli" else "endpoint"
     family = f"{row.family} ({row.family_confidence})"
@@ -95,7 +95,7 @@ def _row(row: Row) -> list[str]:
 
 def screen(d: Diagnosis) -> str:
     """The diagnosis as text; everything in it that a CLI or file supplied is made plain."""
-    from ..safetext import plain
+    from ..core.safetext import plain
 
     when = "cached today" if d.from_cache else "probed now"
     out = [f"rune council doctor ({when}, {d.detected_at})", ""]

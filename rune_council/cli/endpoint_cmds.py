@@ -32,9 +32,9 @@ def endpoints_command(
     import os
 
     from ..config import load_config
+    from ..core.paths import RuneDir
+    from ..core.safetext import one_line
     from ..endpoints import setup_from_options, survey, untrusted_endpoints
-    from ..paths import RuneDir
-    from ..safetext import one_line
 
     where = RuneDir.resolve(rune_dir)
     with council_errors():

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json, fail
 
 if TYPE_CHECKING:
-    from ..contract import CouncilResult
+    from ..core.contract import CouncilResult
     from ..council.eval_items import DatasetItem
 
 BUILTINS = ("humaneval",)
@@ -103,12 +103,12 @@ def eval_command(
     from ..batch import Batch, BatchOptions
     from ..batch.progress import progress
     from ..config import load_config
+    from ..core.paths import RuneDir
     from ..council import eval_items
     from ..council.intake import Door
     from ..discovery.assembly import detect_configured
     from ..evaluation.report import build_report
     from ..evaluation.view import render
-    from ..paths import RuneDir
     from ..runtimes.limits import Limits, caps_from_config
     from .batch_cmd import _defaults, _planned
     from .consent_prompt import external_consent

@@ -17,12 +17,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..safetext import one_line, plain
+from ..core.safetext import one_line, plain
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..contract import CouncilResult, RunEvent
+    from ..core.contract import CouncilResult, RunEvent
 
 OnEvent = Callable[["CouncilResult", "RunEvent"], None]
 

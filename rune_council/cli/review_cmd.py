@@ -15,7 +15,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json, fail
 
 FORMATS = ("text", "sarif", "github", "markdown")
@@ -117,8 +117,8 @@ def review_command(
         typer.Option("--yes", "-y", help="Allow sending the change to the external AI CLIs."),
     ] = False,
 ) -> None:
+    from ..core.paths import RuneDir
     from ..council.intake import FLAGS, Door
-    from ..paths import RuneDir
     from ..review.diff import parse_range, read_diff_input, read_git
     from ..review.gate import FAIL_ON, FailOn
     from ..review.run import conclude, is_empty, prepare_review

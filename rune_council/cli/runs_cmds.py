@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import ExitCode, exit_code_for, exit_code_for_status
-from ..safetext import one_line
+from ..core.errors import ExitCode, exit_code_for, exit_code_for_status
+from ..core.safetext import one_line
 from .app import council_app, echo, echo_json, fail
 
 if TYPE_CHECKING:
-    from ..contract import CouncilResult, RunEvent
+    from ..core.contract import CouncilResult, RunEvent
 
 
 def _complete_run_ids(incomplete: str) -> list[str]:
     """Shell completion: the ids of the runs in ./.rune (file names only, nothing parsed)."""
-    from ..paths import RuneDir
+    from ..core.paths import RuneDir
 
     directory = RuneDir.resolve().council_dir
     try:
@@ -53,7 +53,7 @@ def exit_code_of(result: CouncilResult) -> int:
 
 
 def _locate(ref: str, rune_dir: Path | None) -> Path:
-    from ..errors import CouncilError
+    from ..core.errors import CouncilError
     from ..runs import locate
 
     try:
@@ -63,7 +63,7 @@ def _locate(ref: str, rune_dir: Path | None) -> Path:
 
 
 def _load(ref: str, rune_dir: Path | None) -> CouncilResult:
-    from ..errors import CouncilError
+    from ..core.errors import CouncilError
     from ..runs import load
 
     path = _locate(ref, rune_dir)
@@ -155,7 +155,7 @@ def watch_command(
         ),
     ] = None,
 ) -> None:
-    from ..errors import CouncilError
+    from ..core.errors import CouncilError
     from ..watch import follow
 
     path = _locate(run, rune_dir)
@@ -266,7 +266,7 @@ def show_command(
 
 def _verification_line(result: CouncilResult) -> str | None:
     """A finished run is re-derived before it is shown: an edited file is never shown plain."""
-    from ..errors import CouncilError
+    from ..core.errors import CouncilError
     from ..verify import verify
 
     if result.status not in ("complete", "no_verdict"):
@@ -315,7 +315,7 @@ def list_command(
     limit: Annotated[int, typer.Option(help="Show at most this many runs.", min=1)] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
-    from ..paths import RuneDir
+    from ..core.paths import RuneDir
     from ..runs import list_runs
 
     where = RuneDir.resolve(rune_dir)
@@ -386,7 +386,7 @@ def verify_command(
         bool, typer.Option("--json", help="Print the verification as JSON.")
     ] = False,
 ) -> None:
-    from ..errors import CouncilError
+    from ..core.errors import CouncilError
     from ..verify import verify
 
     result = _load(run, rune_dir)

@@ -59,8 +59,8 @@ def stats_command(
     from ..analytics.page import page
     from ..analytics.since import parse_since
     from ..analytics.tables import text
-    from ..errors import RequestError, file_error
-    from ..paths import RuneDir
+    from ..core.errors import RequestError, file_error
+    from ..core.paths import RuneDir
 
     with council_errors():
         start = parse_since(since) if since else None

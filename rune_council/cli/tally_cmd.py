@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
-from .. import safejson
-from ..errors import ExitCode
+from ..core import safejson
+from ..core.errors import ExitCode
 from ..safefile import read_capped
 from .app import council_app, echo, echo_json, fail
 
@@ -57,7 +57,7 @@ def tally_command(
             # Regular files only, read up to the cap: a FIFO or a device is refused at once.
             data, cut = read_capped(Path(file), MAX_TRANSCRIPT_BYTES)
         except OSError as exc:
-            from ..errors import RequestError, exit_code_for, file_error
+            from ..core.errors import RequestError, exit_code_for, file_error
 
             error = file_error(f"cannot read {file}", exc, bad_path=RequestError)
             raise fail(str(error), exit_code_for(error)) from None

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 from .app import council_app, council_errors, echo, fail
 
 
@@ -39,8 +39,8 @@ def trust_command(
         trust_store,
         user_config_file,
     )
-    from ..errors import RuntimeConfigError
-    from ..paths import RuneDir
+    from ..core.errors import RuntimeConfigError
+    from ..core.paths import RuneDir
     from ..trust_store import digest, file_key
 
     if list_:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..contract import (
+from ..core.contract import (
     ChainPosition,
     ChainRun,
     CouncilResult,
@@ -22,8 +22,8 @@ from ..contract import (
     PerspectiveRequest,
     is_safe_run_id,
 )
+from ..core.errors import RequestError
 from ..deliberation.redteam import register_as_context
-from ..errors import RequestError
 from ..stages.arbitrate import unresolved_claims
 from .lifecycle import run_blocking
 from .options import CouncilOptions

@@ -38,9 +38,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .. import safejson
-from ..contract import CouncilResult, Voice, is_safe_run_id
-from ..errors import RequestError
+from ..core import safejson
+from ..core.contract import CouncilResult, Voice, is_safe_run_id
+from ..core.errors import RequestError
 from ..evaluation.arms import (
     DEFAULT_COUNCIL,
     Cost,
@@ -237,7 +237,7 @@ def work_dir(eval_root: Path, name: str) -> Path:
     """The folder an eval keeps its batch lines and results in. A rune directory may have
     come with a clone, so a name planted there as a symlink (or a file) is refused: nothing
     is written or removed through it."""
-    from ..errors import RunFileError
+    from ..core.errors import RunFileError
 
     path = eval_root / name
     if path.is_symlink() or (path.exists() and not path.is_dir()):
@@ -369,7 +369,7 @@ def read_run(path: Path, item_id: str) -> CouncilResult | None:
     """The item's run file, read bounded (``runs.load``), or None when it is missing,
     unreadable, another run's, or of a council that never ended: that item is then scored
     as unanswered, never guessed."""
-    from ..errors import CouncilError
+    from ..core.errors import CouncilError
     from ..runs import load
 
     if not path.exists():

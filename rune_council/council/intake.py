@@ -39,7 +39,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE
 from pydantic_core import PydanticCustomError
 
-from ..contract import (
+from ..core.contract import (
     RUN_ID_PATTERN,
     Artifact,
     CouncilResult,
@@ -52,8 +52,8 @@ from ..contract import (
     SetupName,
     Summon,
 )
-from ..errors import CouncilError, NotImplementedModeError, RequestError, RuntimeConfigError
-from ..paths import RuneDir
+from ..core.errors import CouncilError, NotImplementedModeError, RequestError, RuntimeConfigError
+from ..core.paths import RuneDir
 from ..stages.capacity import capped_voices
 from .lifecycle import run_blocking
 from .options import CouncilOptions

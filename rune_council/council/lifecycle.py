@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from ..contract import (
+from ..core.contract import (
     CouncilResult,
     DroppedVoice,
     RunEvent,

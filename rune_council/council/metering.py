@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..contract import PromptCost, PromptUse
-from ..runtime import ReplyCheck, Runtime, RuntimeReply, RuntimeWrapper
+from ..core.contract import PromptCost, PromptUse
+from ..core.runtime import ReplyCheck, Runtime, RuntimeReply, RuntimeWrapper
 
 Stage = Literal["answer", "deliberation", "chair"]
 

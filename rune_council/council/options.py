@@ -11,12 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..contract import CouncilResult, RunEvent
+from ..core.contract import CouncilResult, RunEvent
 
 if TYPE_CHECKING:
     from ..config import CouncilConfig
+    from ..core.runtime import Runtime
     from ..endpoints import EndpointSetup
-    from ..runtime import Runtime
     from ..runtimes.limits import Limits
     from ..runtimes.subagent import SubagentFn
 

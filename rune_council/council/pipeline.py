@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import runlock
-from ..contract import CouncilResult, Orchestrator, PartialCouncil, PerspectiveRequest
-from ..paths import RuneDir
+from ..core.contract import CouncilResult, Orchestrator, PartialCouncil, PerspectiveRequest
+from ..core.paths import RuneDir
 from ..recorder import RunRecorder
 from ..runtimes import lineage
 from ..stages.allocate import Allocation, Candidate, allocate
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..config import CouncilConfig
-    from ..runtime import Runtime
+    from ..core.runtime import Runtime
 
 
 async def aconvene(

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..contract import PerspectiveRequest
-from ..errors import NotImplementedModeError, RequestError, file_error
-from ..paths import RuneDir
+from ..core.contract import PerspectiveRequest
+from ..core.errors import NotImplementedModeError, RequestError, file_error
+from ..core.paths import RuneDir
 from ..safefile import read_capped
 
 ARTIFACT_READ_CAP = 2_000_000

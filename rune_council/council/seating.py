@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..contract import DetectedRuntime, RuntimeReport
-from ..errors import RequestError
-from ..paths import RuneDir
-from ..runtime import Runtime
+from ..core.contract import DetectedRuntime, RuntimeReport
+from ..core.errors import RequestError
+from ..core.paths import RuneDir
+from ..core.runtime import Runtime
 from ..runtimes.subagent import CommandRuntime, FunctionRuntime
 from .lifecycle import now
 from .options import CouncilOptions

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..contract import PerspectiveRequest, TemplateUse
-from ..errors import RequestError
-from ..paths import RuneDir
+from ..core.contract import PerspectiveRequest, TemplateUse
+from ..core.errors import RequestError
+from ..core.paths import RuneDir
 from .request import parse_request
 
 if TYPE_CHECKING:

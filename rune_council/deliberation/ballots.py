@@ -19,8 +19,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
-from ..contract import AbsentMember, Budget, DroppedLine, MemberBallot, Voice
-from ..runtime import Runtime, RuntimeReply
+from ..core.contract import AbsentMember, Budget, DroppedLine, MemberBallot, Voice
+from ..core.runtime import Runtime, RuntimeReply
 from ..stages.dispatch import ask_within
 from .metadata import digest_of
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..contract import Attempt, Budget, PerspectiveRequest, Synthesis
-from ..runtime import Runtime
+from ..core.contract import Attempt, Budget, PerspectiveRequest, Synthesis
+from ..core.runtime import Runtime
 from ..runtimes.subagent import FunctionRuntime, SubagentFn
 from ..stages.dispatch import ask_within
 from ..stages.dispatch import attempt_record as _attempt

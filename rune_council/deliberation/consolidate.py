@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..contract import Claim, ClaimCluster, ConsolidatedItem, DroppedLine, Voice
+from ..core.contract import Claim, ClaimCluster, ConsolidatedItem, DroppedLine, Voice
+from ..core.text import normalise
 from ..stages.gate import stance_reason
-from ..text import normalise
 from .dsl import parse, quote
 
 MAX_ITEMS = 40

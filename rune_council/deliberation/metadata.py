@@ -7,7 +7,7 @@ import hashlib
 import json
 from typing import Literal
 
-from ..contract import (
+from ..core.contract import (
     ConsensusScore,
     Consolidation,
     CouncilResult,

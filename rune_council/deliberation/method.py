@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from ..contract import (
+from ..core.contract import (
     ConsensusScore,
     Consolidation,
     CouncilResult,
@@ -29,7 +29,7 @@ from ..contract import (
     Voice,
     VoteResult,
 )
-from ..runtime import Runtime
+from ..core.runtime import Runtime
 from .ballots import BallotBox, Reader, collect
 from .chair import Chair
 

@@ -17,7 +17,7 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..contract import (
+from ..core.contract import (
     DissentEntry,
     DroppedLine,
     RankProposal,
@@ -26,7 +26,7 @@ from ..contract import (
     UncertaintyMarker,
     Voice,
 )
-from ..safetext import Fence
+from ..core.safetext import Fence
 from .dsl import Move, ballot_text, parse, quote
 from .tally import superseded
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .. import safejson
-from ..contract import ClaimCluster, Risk, RiskRegister, RiskSeverity, Severity, Voice
+from ..core import safejson
+from ..core.contract import ClaimCluster, Risk, RiskRegister, RiskSeverity, Severity, Voice
 from ..stages.allocate import SlotPrompts
 
 ATTACK = (

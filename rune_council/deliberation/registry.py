@@ -7,8 +7,8 @@ caller adds its own at run time with :func:`register`.
 
 from __future__ import annotations
 
-from ..contract import DeliberationOptions
-from ..errors import RequestError
+from ..core.contract import DeliberationOptions
+from ..core.errors import RequestError
 from .method import Method
 from .methods import rank, red_team, vote
 

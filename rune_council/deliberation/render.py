@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..contract import CouncilResult, MemberBallot
-from ..safetext import one_line, plain
+from ..core.contract import CouncilResult, MemberBallot
+from ..core.safetext import one_line, plain
 
 
 def render_deliberation(result: CouncilResult) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..contract import RoundsOptions, Voice
+from ..core.contract import RoundsOptions, Voice
 from ..stages.allocate import SlotPrompts
 
 DIVERGENCE_DROP = 0.05

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..contract import (
+from ..core.contract import (
     ChainLink,
     CouncilResult,
     Deliberation,
@@ -25,8 +25,8 @@ from ..contract import (
     Summon,
     Voice,
 )
-from ..prompts import compose_prompt
-from ..runtime import Runtime
+from ..core.prompts import compose_prompt
+from ..core.runtime import Runtime
 from ..runtimes.subagent import SubagentFn
 from ..stages.allocate import Candidate, SlotPrompts, reseat
 from ..stages.dispatch import dispatch

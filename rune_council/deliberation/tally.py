@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ..contract import (
+from ..core.contract import (
     BlockedProposal,
     ConsensusScore,
     DroppedLine,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Literal
 
-from ..contract import (
+from ..core.contract import (
     AbsentMember,
     ConsensusScore,
     ConsolidatedItem,

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from ..config import CouncilConfig, load_config
 from ..consent import HOW_TO_GRANT, Consent, decide
-from ..contract import DetectedRuntime, RuntimesFile
-from ..paths import RuneDir
-from ..runtime import Runtime
+from ..core.contract import DetectedRuntime, RuntimesFile
+from ..core.paths import RuneDir
+from ..core.runtime import Runtime
 from ..runtimes.bridge import RUNTIME_PREFIX, BridgeRuntime
 from ..runtimes.cli import CliRuntime
 from ..runtimes.cli_adapter import CliAdapter

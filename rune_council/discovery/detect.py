@@ -34,10 +34,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..config import user_config_dir
-from ..contract import DetectedRuntime, RuntimesFile
-from ..errors import RunFileError
+from ..core.contract import DetectedRuntime, RuntimesFile
+from ..core.errors import RunFileError
+from ..core.paths import RuneDir
+from ..core.safetext import one_line
 from ..files import atomic_write_json
-from ..paths import RuneDir
 from ..runtimes.auth import (
     AuthContext,
     Looked,
@@ -55,7 +56,6 @@ from ..runtimes.clis import BUILTIN
 from ..runtimes.login_path import LoginPath, login_shell_path
 from ..runtimes.process import run_process
 from ..safefile import read_capped
-from ..safetext import one_line
 from ..trust_store import CacheVouchers, digest
 from .installed_version import packaged_version
 

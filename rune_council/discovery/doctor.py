@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from ..config import CouncilConfig, load_config
 from ..consent import ENV_ALLOW, decide
-from ..contract import DetectedRuntime
-from ..paths import RuneDir
+from ..core.contract import DetectedRuntime
+from ..core.paths import RuneDir
 from .assembly import detect_configured
 
 MIN_FAMILIES = 2

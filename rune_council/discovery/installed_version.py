@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import safejson
+from ..core import safejson
 from ..safefile import read_capped
 
 _MANIFEST_CAP = 1_000_000

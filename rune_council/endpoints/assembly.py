@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from ..consent import HOW_TO_GRANT
-from ..contract import DetectedRuntime
-from ..errors import RuntimeConfigError
-from ..families import classify_model
-from ..paths import RuneDir
+from ..core.contract import DetectedRuntime
+from ..core.errors import RuntimeConfigError
+from ..core.families import classify_model
+from ..core.paths import RuneDir
 from ..runtimes.http import (
     CandidatePool,
     EndpointClient,

@@ -31,8 +31,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..config import DEFAULT_MAX_ATTEMPTS, CouncilConfig, EndpointTable, load_config
-from ..errors import RuntimeConfigError
-from ..paths import RuneDir
+from ..core.errors import RuntimeConfigError
+from ..core.paths import RuneDir
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -16,9 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import EndpointCallError
+from ..core.errors import EndpointCallError
+from ..core.paths import RuneDir
 from ..files import atomic_write_json
-from ..paths import RuneDir
 from ..runtimes.http import EndpointClient
 from ..safefile import read_capped
 from .config import EndpointSpec

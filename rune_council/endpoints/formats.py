@@ -22,11 +22,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..config import user_config_dir
-from ..contract import ResponseFormatKind
-from ..errors import CouncilError
+from ..core.contract import ResponseFormatKind
+from ..core.errors import CouncilError
+from ..core.safetext import one_line
 from ..files import atomic_write_json
 from ..safefile import read_capped
-from ..safetext import one_line
 
 FORMATS_FILE = "endpoint-formats.json"
 FORMAT_TTL = dt.timedelta(days=7)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..errors import RuntimeConfigError
+from ..core.errors import RuntimeConfigError
 from ..runtimes.http import ApiKey
 from .config import EndpointSpec
 

@@ -11,7 +11,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 
-from ..families import classify_model
+from ..core.families import classify_model
 from ..runtimes.http import ModelChoice
 
 # Embedding, reranking and safety-classifier models answer with vectors, scores or a

@@ -58,7 +58,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import RequestError
+from ..core.errors import RequestError
 
 MutationKind = Literal[
     "off-by-one", "flipped-comparison", "boundary", "dropped-case", "swapped-arguments"

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import HostInstallError
+from ..core.errors import HostInstallError
+from ..core.safejson import UnreadableJSON, UnreadableTOML, loads, loads_toml
 from ..safefile import read_if_present
-from ..safejson import UnreadableJSON, UnreadableTOML, loads, loads_toml
 from .layout import ConfigEntry
 
 # Claude Code's own ~/.claude.json grows with every project it has seen; far below this.

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ..errors import HostInstallError
+from ..core.errors import HostInstallError
 from ..files import atomic_write_bytes
 from ..safefile import read_if_present
 from . import claude, codex, gemini

@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import HostInstallError
+from ..core.errors import HostInstallError
+from ..core.safejson import UnreadableJSON, loads
 from ..safefile import read_capped
-from ..safejson import UnreadableJSON, loads
 
 FORMAT = 1
 MAX_MANIFEST_BYTES = 1_000_000

@@ -12,8 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import CouncilError, ExitCode, exit_code_for
-from ..safetext import plain
+from ..core.errors import CouncilError, ExitCode, exit_code_for
+from ..core.safetext import plain
 
 PROG = "rune council mcp"
 
@@ -50,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from ..paths import RuneDir
+    from ..core.paths import RuneDir
     from .settings import ServerSettings
 
     try:

@@ -30,8 +30,8 @@ from mcp import types
 if TYPE_CHECKING:
     from mcp.server.session import ServerSession
 
+    from ..core.paths import RuneDir
     from ..council.intake import Prepared
-    from ..paths import RuneDir
     from .settings import ServerSettings
 
 FIELD = "allow"

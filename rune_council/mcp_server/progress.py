@@ -17,10 +17,10 @@ import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..safetext import plain
+from ..core.safetext import plain
 
 if TYPE_CHECKING:
-    from ..contract import CouncilResult, RunEvent
+    from ..core.contract import CouncilResult, RunEvent
 
 Send = Callable[[float, float | None, str | None], Awaitable[None]]
 SPAN = 100.0

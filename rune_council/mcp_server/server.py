@@ -27,11 +27,11 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from .. import runs
-from ..contract import CouncilResult, TallyReport
+from ..core.contract import CouncilResult, TallyReport
+from ..core.errors import CouncilError, ExitCode, RequestError, exit_code_for
+from ..core.paths import RuneDir
+from ..core.safetext import plain
 from ..council.intake import FLAGS, AskDefaults, Door, Prepared, prepare
-from ..errors import CouncilError, ExitCode, RequestError, exit_code_for
-from ..paths import RuneDir
-from ..safetext import plain
 from .consent import ConnectionConsent, Decision, grant_command
 from .progress import ProgressReporter
 from .settings import ServerSettings
@@ -536,7 +536,7 @@ class CouncilServer:
 
     def _read(self, uri: str) -> tuple[str, str]:
         if uri == CONTRACT_URI:
-            from ..schema import render_schema
+            from ..core.schema import render_schema
 
             return render_schema("council-result"), "application/schema+json"
         if not uri.startswith(RUN_URI):

@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RequestError
-from ..runtime import ReplyCheck, RuntimeReply
+from ..core.errors import RequestError
+from ..core.runtime import ReplyCheck, RuntimeReply
 
 if TYPE_CHECKING:
-    from ..contract import CouncilResult, FamilyConfidence, RunEvent, VoiceSource
+    from ..core.contract import CouncilResult, FamilyConfidence, RunEvent, VoiceSource
 
 NAME = "host-subagent"
 # How long the council is left to file the prompts of slots dispatched together before the

@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..contract import CouncilResult, RuntimesFile, TallyReport
+from ..core.contract import CouncilResult, RuntimesFile, TallyReport
+from ..core.errors import RequestError
 from ..council.intake import (
     FLAGS,
     OPERATOR_ONLY,
@@ -28,7 +29,6 @@ from ..council.intake import (
     parse_ask,
     unknown_key,
 )
-from ..errors import RequestError
 
 MAX_TRANSCRIPT_CHARS = 2_000_000
 # The door keys of convene: the line a host's /rune command was given, read as flags, and

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from ..errors import CouncilError, ExitCode, RequestError, exit_code_for
+from ..core.errors import CouncilError, ExitCode, RequestError, exit_code_for
 
 _SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
@@ -97,7 +97,7 @@ class PullRequest:
 
 
 def read_event(env: Mapping[str, str]) -> PullRequest:
-    from ..safejson import loads
+    from ..core.safejson import loads
 
     name = env.get("GITHUB_EVENT_NAME", "pull_request")
     if name not in _EVENTS:
@@ -205,7 +205,7 @@ def post_comment(
     """Create the one review comment, or update the one this account posted before."""
     import httpx
 
-    from ..safejson import loads
+    from ..core.safejson import loads
     from .comment import MARKER
 
     if not re.match(r"^https?://[^\s/]+(/[^\s]*)?$", api):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..prompts import ARTIFACT_CHAR_CAP
+from ..core.prompts import ARTIFACT_CHAR_CAP
 from ..stages.places import HEADER, place_label, shown_path
 from .diff import Diff, DiffFile, DiffLine, Hunk
 

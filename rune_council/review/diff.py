@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from ..errors import RequestError
+from ..core.errors import RequestError
 
 DIFF_BYTE_CAP = 8 * 1024 * 1024
 GIT_TIMEOUT_S = 120.0
@@ -518,7 +518,7 @@ def read_text(text: str, source: str) -> Diff:
 
 def read_diff_input(given: str, stdin: BinaryIO | None = None, cap: int = DIFF_BYTE_CAP) -> Diff:
     """``--diff FILE``, or ``-`` for a unified diff on standard input, read up to ``cap``."""
-    from ..errors import file_error
+    from ..core.errors import file_error
     from ..safefile import read_capped
 
     if given == "-":

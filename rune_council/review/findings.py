@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ..contract import Claim, CouncilResult, DissentEntry, Severity, Voice
+from ..core.contract import Claim, CouncilResult, DissentEntry, Severity, Voice
 from ..stages.arbitrate import DECISION_SEVERITIES, unresolved_claims
 from ..stages.normalize import parse_ref
 from ..stages.places import Places, shown_path

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from ..contract import CouncilResult
-from ..errors import ExitCode, GateFailed, exit_code_for
+from ..core.contract import CouncilResult
+from ..core.errors import ExitCode, GateFailed, exit_code_for
 from ..stages.arbitrate import DECISION_SEVERITIES
 from .findings import Finding, Findings, decides
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..contract import CouncilResult
+from ..core.contract import CouncilResult
 from ..council.intake import Door, Prepared, parse_ask, prepare
 from .artifact import ARTIFACT_NAME, ReviewArtifact, build_artifact
 from .diff import Diff

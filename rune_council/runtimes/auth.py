@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..contract import AuthState, AuthVar, WatchedFile
+from ..core.contract import AuthState, AuthVar, WatchedFile
 from ..safefile import read_capped
 from .base import secret_values
 from .process import run_process

@@ -2,7 +2,7 @@
 
 cline, amp, opencode and aider front whatever model their user configured, so their brand
 says nothing about the backend: they count as ``unknown``. When the CLI's own config names
-the model it will use, and ``rune_council.families`` (reading it as a client's model name)
+the model it will use, and ``rune_council.core.families`` (reading it as a client's model name)
 puts it in a known family, the wrapper is promoted to that family. Each wrapper's reader
 lives in its module under ``runtimes/clis/``; they only read files, never write them, and
 read them and the environment through a ``Looked``, so that DETECT knows every file and
@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import safejson
-from ..families import classify_model
+from ..core import safejson
+from ..core.families import classify_model
 from ..safefile import read_capped
 from .auth import Looked
 from .scratch import scratch_root

@@ -4,7 +4,7 @@ and the scrubbing of secrets out of whatever is kept.
 Every value a runtime scrubs is a secret in play for the whole process: ``redact`` records
 it, and the run-file recorder checks every string of a result against all of them once
 more before anything is written or printed (``secrets_in_play``). The runtime protocol
-itself (``Runtime``, ``RuntimeReply``, ``Answerer``) is in ``rune_council.runtime``.
+itself (``Runtime``, ``RuntimeReply``, ``Answerer``) is in ``rune_council.core.runtime``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..redaction import MIN_SECRET_LEN, redactor_for
-from ..safetext import URL_USERINFO, mask_url_credentials
+from ..core.redaction import MIN_SECRET_LEN, redactor_for
+from ..core.safetext import URL_USERINFO, mask_url_credentials
 
 __all__ = [
     "EnvPolicy",
@@ -114,7 +114,7 @@ def _url_passwords(env: Mapping[str, str]) -> set[str]:
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` without any of ``secrets`` in any form (escaped, encoded, cut in pieces:
-    see ``rune_council.redaction``), nor credentials inside URLs. ``secrets`` join the
+    see ``rune_council.core.redaction``), nor credentials inside URLs. ``secrets`` join the
     secrets in play, so the last net at the output knows them too."""
     values = remember_secrets(secrets)
     if values:

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import safejson
-from ..contract import FamilyConfidence, VoiceSource
-from ..runtime import ReplyCheck, RuntimeReply
+from ..core import safejson
+from ..core.contract import FamilyConfidence, VoiceSource
+from ..core.runtime import ReplyCheck, RuntimeReply
 from .base import EnvPolicy, redact, secret_values
 from .cli import merged_path
 from .cli_adapter import classify_exit

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ..contract import Attempt, FamilyConfidence, VoiceSource
-from ..runtime import ReplyCheck, RuntimeReply
-from ..schema import wire_schema
+from ..core.contract import Attempt, FamilyConfidence, VoiceSource
+from ..core.runtime import ReplyCheck, RuntimeReply
+from ..core.schema import wire_schema
 from . import lineage
 from .base import redact, secret_values
 from .cli_adapter import CliAdapter, adapter_env, classify_exit

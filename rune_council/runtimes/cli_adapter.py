@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..contract import AttemptOutcome, FamilyConfidence
+from ..core.contract import AttemptOutcome, FamilyConfidence
 from .auth import AuthProbe
 from .backend_family import BackendReader
 from .base import EnvPolicy

@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from .. import safejson
-from ..contract import (
+from ..core import safejson
+from ..core.contract import (
     Attempt,
     AttemptOutcome,
     FamilyConfidence,
@@ -57,9 +57,9 @@ from ..contract import (
     ResponseFormatKind,
     VoiceSource,
 )
-from ..errors import EndpointCallError
-from ..runtime import Answerer, ReplyCheck, RuntimeReply
-from ..safetext import one_line
+from ..core.errors import EndpointCallError
+from ..core.runtime import Answerer, ReplyCheck, RuntimeReply
+from ..core.safetext import one_line
 from .base import redact, remember_secrets
 from .content_coding import ACCEPT_ENCODING, BodyDecoder, BodyTooLarge, BodyUnreadable
 from .limits import Backoff
@@ -174,7 +174,7 @@ class OutputShape:
 @functools.cache
 def voice_answer_shape() -> OutputShape:
     # Built on first use: most councils have no endpoint, and generating it costs pydantic.
-    from ..schema import wire_schema
+    from ..core.schema import wire_schema
 
     return OutputShape("voice_answer", wire_schema("voice-answer"))
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ..runtime import ReplyCheck, Runtime, RuntimeReply, RuntimeWrapper
+from ..core.runtime import ReplyCheck, Runtime, RuntimeReply, RuntimeWrapper
 
 if TYPE_CHECKING:
     from ..config import CouncilConfig

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from .. import shapes
+from ..core import shapes
 
 if TYPE_CHECKING:
     import psutil

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .. import safejson
-from ..safetext import one_line
+from ..core import safejson
+from ..core.safetext import one_line
 
 __all__ = [
     "Parsed",

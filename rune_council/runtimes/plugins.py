@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterable
 from importlib.metadata import EntryPoint, entry_points
 
-from ..errors import RuntimeConfigError
+from ..core.errors import RuntimeConfigError
 from .cli_adapter import ADAPTER_NAME, CliAdapter
 from .clis import BUILTIN
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
-from .. import shapes
+from ..core import shapes
 from . import lineage
 from .scratch import scratch_root, sweep_roots
 

@@ -14,9 +14,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..contract import FamilyConfidence, VoiceSource
-from ..errors import RuntimeConfigError
-from ..runtime import ReplyCheck, RuntimeReply
+from ..core.contract import FamilyConfidence, VoiceSource
+from ..core.errors import RuntimeConfigError
+from ..core.runtime import ReplyCheck, RuntimeReply
 from .base import EnvPolicy, current_env, redact, secret_values
 from .process import run_process
 

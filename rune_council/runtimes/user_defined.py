@@ -31,8 +31,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import NO_ARGUMENT, CouncilConfig, RuntimeSpec
-from ..errors import RuntimeConfigError
-from ..userregex import UserRegex, UserRegexTimeout
+from ..core.errors import RuntimeConfigError
+from ..core.userregex import UserRegex, UserRegexTimeout
 from .base import EnvPolicy
 from .cli_adapter import PROMPT_FILE, CliAdapter
 from .clis import BUILTIN

@@ -11,8 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import CouncilError, ExitCode, exit_code_for
-from ..safetext import plain
+from ..core.errors import CouncilError, ExitCode, exit_code_for
+from ..core.safetext import plain
 
 PROG = "rune council serve"
 
@@ -87,7 +87,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from ..config import load_config
-    from ..paths import RuneDir
+    from ..core.paths import RuneDir
     from .settings import TOKEN_ENV, ServeSettings
     from .token import default_token_file, load_or_create
 

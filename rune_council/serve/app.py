@@ -20,10 +20,10 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..contract import is_safe_run_id
+from ..core.contract import is_safe_run_id
+from ..core.errors import CouncilError, RequestError, RunFileError
+from ..core.paths import RuneDir
 from ..council.intake import AskDefaults, Door
-from ..errors import CouncilError, RequestError, RunFileError
-from ..paths import RuneDir
 from .guard import Access, BodyTooLarge, Guard
 from .models import (
     Accepted,
@@ -162,7 +162,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
 def _json_body(body: bytes) -> Any:
     """The body as JSON, read by the project's capped loader: a deep nest of ``[`` is a
     422 like any other bad body, never a RecursionError out of the handler."""
-    from ..safejson import UnreadableJSON, loads
+    from ..core.safejson import UnreadableJSON, loads
 
     try:
         return loads(body, max_bytes=len(body), what="the body")

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contract import DetectedRuntime, RunStatus
+from ..core.contract import DetectedRuntime, RunStatus
 
 
 class _Body(BaseModel):

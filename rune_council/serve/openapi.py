@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from ..analytics.aggregate import Stats
-from ..contract import SCHEMA_VERSION, CouncilResult
+from ..core.contract import SCHEMA_VERSION, CouncilResult
 from ..council.intake import ask_schema
 from .models import (
     Accepted,

@@ -19,9 +19,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ..contract import ChainPosition, ChainRun, CouncilResult, Orchestrator
-from ..errors import CouncilError, RunFileError
-from ..paths import RuneDir
+from ..core.contract import ChainPosition, ChainRun, CouncilResult, Orchestrator
+from ..core.errors import CouncilError, RunFileError
+from ..core.paths import RuneDir
 from ..recorder import RunRecorder
 from ..runs import load
 

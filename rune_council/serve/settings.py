@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..errors import RequestError
+from ..core.errors import RequestError
 
 TOKEN_ENV = "RUNE_COUNCIL_SERVE_TOKEN"
 # A council request is a question and perhaps an artifact as text; a megabyte is generous.

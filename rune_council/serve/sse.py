@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunFileError
+from ..core.errors import RunFileError
 from ..watch import Update, follow
 
 KEEPALIVE_S = 15.0

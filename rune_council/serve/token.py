@@ -16,7 +16,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import RequestError
+from ..core.errors import RequestError
 
 TOKEN_FILE_NAME = "serve-token"
 MIN_TOKEN_CHARS = 16

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..contract import (
+from ..core.contract import (
     FamilyConfidence,
     PerspectiveRequest,
     SlotRole,
@@ -16,7 +16,7 @@ from ..contract import (
     Voice,
     VoiceSource,
 )
-from ..prompts import compose_prompt
+from ..core.prompts import compose_prompt
 from .capacity import capped_voices
 
 # Subagents share one model, so each is pinned to one stance; it does not decorrelate, but

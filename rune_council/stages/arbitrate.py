@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..contract import (
+from ..core.contract import (
     Agreement,
     Checks,
     Claim,

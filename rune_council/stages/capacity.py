@@ -7,7 +7,7 @@ with the same words, before the run (the intake) and in the run file (ALLOCATE).
 
 from __future__ import annotations
 
-from ..contract import MAX_VOICES
+from ..core.contract import MAX_VOICES
 
 
 def capped_voices(n: int) -> tuple[int, str | None]:

@@ -22,10 +22,10 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 
-from ..answer import answer_problem
-from ..contract import Attempt, Budget, RawOutput, Voice
-from ..runtime import Answerer, ReplyCheck, Runtime, RuntimeReply
-from ..safetext import one_line
+from ..core.answer import answer_problem
+from ..core.contract import Attempt, Budget, RawOutput, Voice
+from ..core.runtime import Answerer, ReplyCheck, Runtime, RuntimeReply
+from ..core.safetext import one_line
 from .allocate import Candidate, SlotPrompts, reseat
 
 RAW_CHAR_CAP = 200_000

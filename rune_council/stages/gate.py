@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from ..answer import contract_answers, extract_answer
-from ..contract import Claim, DroppedVoice, PerspectiveRequest, VerifiedEvidence, Voice
-from ..text import normalise
+from ..core.answer import contract_answers, extract_answer
+from ..core.contract import Claim, DroppedVoice, PerspectiveRequest, VerifiedEvidence, Voice
+from ..core.text import normalise
 from .topic import topic_match
 
 GATE = "council.gate"

@@ -16,8 +16,8 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
-from ..contract import Claim, ClaimCluster, MatchedBy, Verified, Voice
-from ..text import content_words, negated, normalise, polarity_differs, strip_negations
+from ..core.contract import Claim, ClaimCluster, MatchedBy, Verified, Voice
+from ..core.text import content_words, negated, normalise, polarity_differs, strip_negations
 from .places import Places
 from .point import same_point
 

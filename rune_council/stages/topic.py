@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..text import NEGATIONS, STOPWORDS
+from ..core.text import NEGATIONS, STOPWORDS
 
 # Words that frame or evaluate a question without saying what it is about. They are
 # dropped before comparing, together with the common English stop words.

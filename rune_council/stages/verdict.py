@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..contract import CouncilResult, DroppedVoice, Voice
+from ..core.contract import CouncilResult, DroppedVoice, Voice
 from .arbitrate import arbitrate
 from .dispatch import DISPATCH
 from .gate import gate

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from rune_council.answer import answer_problem
+from rune_council.core.answer import answer_problem
+from rune_council.core.schema import wire_schema
 from rune_council.runtimes.cli import CliRuntime
 from rune_council.runtimes.clis.codex import ADAPTER
-from rune_council.schema import wire_schema
 from tests.e2e.clis import INSTALL_HINT, cli_environment, node_bin_dir, real_clis_installed
 from tests.e2e.model_server import OPENAI_RESPONSES, ModelServer
 from tests.helpers import answer, claim

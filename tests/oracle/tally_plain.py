@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rune_council.contract import (
+from rune_council.core.contract import (
     BlockedProposal,
     ConsensusScore,
     DroppedLine,

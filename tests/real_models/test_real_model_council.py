@@ -23,11 +23,11 @@ import jsonschema
 import pytest
 
 from rune_council import CouncilOptions, convene
-from rune_council.contract import CouncilResult
+from rune_council.core.contract import CouncilResult
+from rune_council.core.prompts import ANSWER_SHAPE
+from rune_council.core.schema import SCHEMAS, wire_schema
 from rune_council.endpoints import EndpointSetup, EndpointSpec
-from rune_council.prompts import ANSWER_SHAPE
 from rune_council.runtimes.http import response_format, voice_answer_shape
-from rune_council.schema import SCHEMAS, wire_schema
 from rune_council.verify import verify
 from tests.helpers import PLAN, council_result_schema
 from tests.real_models.serving import GEMMA, SMOLLM, ModelsMissing, RealModelServer

@@ -1,4 +1,4 @@
-from rune_council.answer import extract_answer
+from rune_council.core.answer import extract_answer
 from tests.helpers import answer, claim
 
 Q = "Should we shard the orders table?"

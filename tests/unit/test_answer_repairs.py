@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from rune_council.answer import SEVERITY_WORDS, extract_answer, read_severity
-from rune_council.contract import PerspectiveRequest, RawOutput, Voice, VoiceAnswer
+from rune_council.core.answer import SEVERITY_WORDS, extract_answer, read_severity
+from rune_council.core.contract import PerspectiveRequest, RawOutput, Voice, VoiceAnswer
 from rune_council.stages.gate import gate
 from rune_council.stages.normalize import normalize
 from tests.helpers import PLAN

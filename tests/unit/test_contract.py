@@ -15,9 +15,9 @@ from rune_council import (
     RunIdError,
     convene,
 )
+from rune_council.core.paths import RuneDir
+from rune_council.core.schema import SCHEMAS, render_schema
 from rune_council.council import parse_request
-from rune_council.paths import RuneDir
-from rune_council.schema import SCHEMAS, render_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACTS = ROOT / "contracts"
@@ -27,7 +27,7 @@ CONTRACTS = ROOT / "contracts"
 def test_committed_schema_matches_the_models(name: str) -> None:
     committed = (CONTRACTS / f"{name}.schema.json").read_text(encoding="utf-8")
     assert committed == render_schema(name), (
-        f"contracts/{name}.schema.json is stale: run `python -m rune_council.schema contracts`"
+        f"contracts/{name}.schema.json is stale: run `python -m rune_council.core.schema contracts`"
     )
 
 

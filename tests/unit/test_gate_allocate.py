@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from rune_council.contract import PerspectiveRequest, RawOutput, Voice
-from rune_council.prompts import compose_prompt, numbered_artifact
+from rune_council.core.contract import PerspectiveRequest, RawOutput, Voice
+from rune_council.core.prompts import compose_prompt, numbered_artifact
 from rune_council.stages.allocate import Candidate, allocate, roles_for
 from rune_council.stages.gate import gate, topic_score
 from tests.helpers import answer

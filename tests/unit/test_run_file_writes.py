@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rune_council import files
-from rune_council.contract import CouncilResult, PerspectiveRequest
+from rune_council.core.contract import CouncilResult, PerspectiveRequest
+from rune_council.core.safetext import URL_USERINFO, mask_url_credentials
 from rune_council.recorder import RunRecorder
-from rune_council.safetext import URL_USERINFO, mask_url_credentials
 
 # Pieces that make URLs with and without credentials, near-misses and odd whitespace.
 PIECES = st.sampled_from(

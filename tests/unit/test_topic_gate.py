@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rune_council.contract import CouncilResult, PerspectiveRequest, RawOutput, Voice
+from rune_council.core.contract import CouncilResult, PerspectiveRequest, RawOutput, Voice
 from rune_council.stages.gate import gate
 from rune_council.stages.topic import subject_of, topic_match
 from rune_council.stages.verdict import reach_verdict

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rune_council.contract import (
+from rune_council.core.contract import (
     AbsentMember,
     Attempt,
     CouncilResult,

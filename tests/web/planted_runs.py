@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rune_council import CouncilOptions, FunctionRuntime, convene
-from rune_council.contract import CouncilResult
+from rune_council.core.contract import CouncilResult
 from rune_council.demo import demo_request, demo_runtimes
 from rune_council.testing import ScriptedRuntime
 from tests.helpers import ROLLBACK, UNDO, answer

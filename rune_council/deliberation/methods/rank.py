@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ...contract import RankProposal, RankResult, RankShuffle, TallyReport, Voice
+from ...core.contract import RankProposal, RankResult, RankShuffle, TallyReport, Voice
 from .. import rank
 from ..ballots import BallotBox, Reader, Reading, as_received, file_replies
 from ..method import Outcome, Recount, Replay, Results, Round, Standing

@@ -7,8 +7,8 @@ built from the claim clusters when no chairman answers usably.
 
 from __future__ import annotations
 
-from ...contract import RiskRegister, Synthesis
-from ...safetext import Fence
+from ...core.contract import RiskRegister, Synthesis
+from ...core.safetext import Fence
 from .. import redteam
 from ..method import Outcome, Recount, Replay, Results, Round, Standing
 from .rank import METHOD as RANK

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...contract import ConsolidatedItem, Consolidation, DroppedLine, Voice, VoteResult
-from ...safetext import Fence
+from ...core.contract import ConsolidatedItem, Consolidation, DroppedLine, Voice, VoteResult
+from ...core.safetext import Fence
 from .. import consolidate, rank, vote
 from ..ballots import DROPPED_CAP, BallotBox, Reader, Reading, as_received, file_replies
 from ..method import Outcome, Recount, Replay, Results, Round, Standing

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ... import safejson
+from ...core import safejson
 from ...safefile import read_capped_text
 from ..auth import AuthContext, AuthReading, Looked, home, run_status
 from ..base import EnvPolicy

@@ -1,7 +1,7 @@
 """Voice contract v2: the request a caller sends, the answer a voice returns, the result.
 
 These models are the single source of truth. The schemas in ``contracts/`` are generated
-from them (``python -m rune_council.schema contracts``) and a test fails when they drift.
+from them (``python -m rune_council.core.schema contracts``) and a test fails when they drift.
 The run file is a ``CouncilResult`` at every moment of a run: a skeleton with every slot
 queued, the same document with slots moving through their states, then the arbitrated result.
 """

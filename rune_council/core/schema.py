@@ -1,6 +1,6 @@
 """Generate the committed JSON Schemas from the contract models.
 
-``python -m rune_council.schema`` rewrites ``contracts/*.schema.json``; a test regenerates
+``python -m rune_council.core.schema`` rewrites ``contracts/*.schema.json``; a test regenerates
 them in memory and fails when the committed files drift from the models.
 
 ``wire_schema`` is the form of a schema sent to a model server as an output constraint
