@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,16 @@ def atomic_write_bytes(path: Path, payload: bytes, *, durable: bool = True) -> N
         raise file_error(f"cannot create {directory}", exc) from exc
     if path.is_symlink():
         raise RunFileError(f"refusing to write through a symlink: {path}")
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise file_error(f"cannot write {path}", exc) from exc
+    if mode is not None and not stat.S_ISREG(mode):
+        # Replacing is only for our own regular files: run as root, a rename over /dev/null
+        # or a FIFO would put a plain file where the device or pipe was.
+        raise RunFileError(f"refusing to replace {path}: it is not a regular file")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:

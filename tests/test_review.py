@@ -317,3 +317,39 @@ def test_a_question_council_loads_none_of_the_review() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_output_into_a_pipe_is_written_into_it_and_the_pipe_stays_a_pipe(tmp_path: Path) -> None:
+    # `-o /dev/null` must never put a plain file where the device was (as root, a rename over
+    # it would); a named pipe stands in for the device so the test cannot harm the machine.
+    import os
+    import stat
+    import threading
+
+    repo = change_repo(tmp_path)
+    council_voices(tmp_path)
+    pipe = tmp_path / "out.fifo"
+    os.mkfifo(pipe)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    ran = review(tmp_path, repo.path, "main..feature", "--format", "sarif", "-o", str(pipe))
+    reader.join(timeout=60)
+    assert ran.returncode == 3, ran.stderr
+    assert stat.S_ISFIFO(pipe.lstat().st_mode)
+    assert json.loads(got[0])["version"] == "2.1.0"
+
+
+def test_a_file_that_is_not_a_regular_file_is_never_replaced(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from rune_council.core.errors import RunFileError
+    from rune_council.files import atomic_write_bytes
+
+    pipe = tmp_path / "results.jsonl"
+    os.mkfifo(pipe)
+    with pytest.raises(RunFileError, match="not a regular file"):
+        atomic_write_bytes(pipe, b"{}\n")
+    assert stat.S_ISFIFO(pipe.lstat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["results.jsonl"]

@@ -233,8 +233,14 @@ def _show(
     if output is not None:
         from ..files import atomic_write_bytes
 
+        data = (text.rstrip("\n") + "\n").encode("utf-8")
         with council_errors():
-            atomic_write_bytes(output, (text.rstrip("\n") + "\n").encode("utf-8"))
+            if _is_device_or_pipe(output):
+                # ``-o /dev/null`` or a named pipe: written into, never replaced.
+                with open(output, "wb") as handle:
+                    handle.write(data)
+            else:
+                atomic_write_bytes(output, data)
         return
     if kind == "json":
         echo_json(text)
@@ -269,3 +275,13 @@ def _text(reviewed: Any) -> str:
     for note in reviewed.artifact.left_out:
         lines.append(f"  left out: {note}")
     return "\n".join(lines)
+
+
+def _is_device_or_pipe(path: Path) -> bool:
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
