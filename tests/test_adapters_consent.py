@@ -172,4 +172,5 @@ def test_on_a_terminal_the_user_is_asked_once_and_a_yes_is_remembered(tmp_path: 
     out = rune(tmp_path, env, Q, "--n", "2", "--id", "t3", "--json")
     assert out.returncode == 0, out.stderr
     assert dispatched(tmp_path) == ["claude", "codex"]
-    assert "granted at the prompt" in json.loads(out.stdout)["runtime_report"]["consent"]
+    # The yes is the user's own for this project (at the prompt or by `rune council consent`).
+    assert "the user's yes for this project" in json.loads(out.stdout)["runtime_report"]["consent"]

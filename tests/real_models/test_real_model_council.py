@@ -217,7 +217,8 @@ def test_every_voice_is_a_real_request_that_carried_the_strict_schema(
 ) -> None:
     ran = councils[name]
     result = ran.result
-    assert result.status == "complete"
+    # A council none of whose voices held up is honestly no verdict, never "complete".
+    assert result.status == ("complete" if result.voices_valid else "no_verdict")
     jsonschema.validate(json.loads(ran.run_file.read_text()), RESULT_SCHEMA)
     # ALLOCATE seated one voice per model, each in its maker's family.
     assert sorted(v.model or "" for v in result.voices) == sorted(FAMILIES)
