@@ -66,11 +66,17 @@ def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def private_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    for here in (REAL_HOME, *REAL_HOME.parents):
-        st = here.stat()
-        if st.st_uid not in (os.getuid(), 0) or st.st_mode & 0o022:
-            pytest.skip(f"{here} can be written by another user: no private directory here")
-    base = Path(tempfile.mkdtemp(prefix=".rune-council-test-", dir=REAL_HOME))
+    def private(d: Path) -> bool:
+        return all(
+            p.stat().st_uid in (os.getuid(), 0) and not p.stat().st_mode & 0o022
+            for p in (d, *d.parents)
+        )
+
+    home = next((d for d in (REAL_HOME, Path.cwd()) if private(d)), None)
+    if home is None:
+        # Failing, not skipping: without such a directory the private-root rule goes untested.
+        pytest.fail(f"neither {REAL_HOME} nor {Path.cwd()} is private to this user")
+    base = Path(tempfile.mkdtemp(prefix=".rune-council-test-", dir=home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(base))
     try:
         yield base
