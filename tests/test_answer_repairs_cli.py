@@ -83,7 +83,7 @@ def test_voices_in_real_models_shapes_are_kept_with_their_repairs_and_verify(
     tmp_path: Path,
 ) -> None:
     doc = council(tmp_path, "shapes1")
-    assert doc["schema_version"] == "2.7"
+    assert doc["schema_version"] == "2.8"
     voices = by_runtime(doc)
     assert {r: v["status"] for r, v in voices.items()} == {
         "claude": "complete",

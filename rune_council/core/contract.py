@@ -21,11 +21,11 @@ from pydantic import (
     model_validator,
 )
 
-# Writers write 2.7; readers accept 2.0 to 2.6 too, since each version only added to the
+# Writers write 2.8; readers accept 2.0 to 2.7 too, since each version only added to the
 # last. A new version adds optional fields only: bump the minor number here, add it to
 # SchemaVersion, regenerate contracts/ and describe it in contracts/council-voice-contract.md.
-SCHEMA_VERSION: Literal["2.7"] = "2.7"
-SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7"]
+SCHEMA_VERSION: Literal["2.8"] = "2.8"
+SchemaVersion = Literal["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8"]
 MAX_VOICES = 5
 MIN_VOICES = 2
 
@@ -404,6 +404,19 @@ class FormatFallback(_Strict):
     detail: str = Field(default="", max_length=1000, description="What the server said.")
 
 
+# A single call using more tokens than this is not a count a real server reports.
+MAX_REPORTED_TOKENS = 1_000_000_000
+
+
+class TokenUsage(_Strict):
+    """(2.8) The tokens an endpoint said one call used, from its reply's ``usage``. A count
+    the reply did not give, or gave as anything but a whole number from 0 to
+    ``MAX_REPORTED_TOKENS``, is null: unknown, never estimated here."""
+
+    prompt_tokens: int | None = Field(default=None, ge=0, le=MAX_REPORTED_TOKENS)
+    completion_tokens: int | None = Field(default=None, ge=0, le=MAX_REPORTED_TOKENS)
+
+
 class Attempt(_Strict):
     runtime: str
     source: VoiceSource
@@ -438,6 +451,11 @@ class Attempt(_Strict):
         default=False,
         description="(2.7) The constraint was chosen from this user's cache of what the "
         "endpoint refused before, so the refused ones were not sent again.",
+    )
+    usage: TokenUsage | None = Field(
+        default=None,
+        description="(2.8) The tokens the endpoint reported for this call (its reply's "
+        "usage); null when it reported none, or none that reads as a count. CLIs report none.",
     )
 
 

@@ -50,11 +50,13 @@ from urllib.parse import urlsplit
 
 from ..core import safejson
 from ..core.contract import (
+    MAX_REPORTED_TOKENS,
     Attempt,
     AttemptOutcome,
     FamilyConfidence,
     FormatFallback,
     ResponseFormatKind,
+    TokenUsage,
     VoiceSource,
 )
 from ..core.errors import EndpointCallError
@@ -218,6 +220,7 @@ class ChatResult:
     format_fallbacks: tuple[FormatFallback, ...] = ()
     format_remembered: bool = False
     output_tail: str | None = None  # the end of a reply cut at the token limit
+    usage: TokenUsage | None = None  # the tokens the reply said it used, when it said
 
 
 class _TooLarge(Exception):
@@ -227,9 +230,10 @@ class _TooLarge(Exception):
 class _Truncated(Exception):
     """The server stopped at its token limit; ``text`` is what it had written by then."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, usage: TokenUsage | None) -> None:
         super().__init__("finish_reason length")
         self.text = text
+        self.usage = usage
 
 
 class _Malformed(Exception):
@@ -311,7 +315,28 @@ def _error_message(payload: Any) -> str | None:
     return None
 
 
-def _completion_text(raw: bytes) -> str:
+def _token_count(value: Any) -> int | None:
+    # JSON's true is a Python int, and a float or a string is no count a server keeps.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if 0 <= value <= MAX_REPORTED_TOKENS else None
+    return None
+
+
+def reported_usage(payload: Any) -> TokenUsage | None:
+    """The token counts a reply (or a stream event) reports in its ``usage`` object, each
+    read on its own: one that is missing or not a whole number in bounds is unknown (None),
+    never guessed. None when neither count reads."""
+    usage = payload.get("usage") if isinstance(payload, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    prompt = _token_count(usage.get("prompt_tokens"))
+    completion = _token_count(usage.get("completion_tokens"))
+    if prompt is None and completion is None:
+        return None
+    return TokenUsage(prompt_tokens=prompt, completion_tokens=completion)
+
+
+def _completion_text(raw: bytes) -> tuple[str, TokenUsage | None]:
     try:
         payload = safejson.loads(raw, what="response")
     except ValueError as exc:
@@ -325,16 +350,19 @@ def _completion_text(raw: bytes) -> str:
     except (KeyError, IndexError, TypeError):
         raise _Malformed("response has no choices[0].message.content") from None
     text = _content_text(content)
+    usage = reported_usage(payload)
     if isinstance(choice, dict) and choice.get("finish_reason") == "length":
-        raise _Truncated(text)
+        raise _Truncated(text, usage)
     if not text.strip():
         raise _Malformed("the model returned an empty answer")
-    return text
+    return text, usage
 
 
-async def _stream_text(response: httpx.Response, cap: int) -> str:
-    """Join the deltas of a server-sent-event stream; a stream cut short is an error."""
+async def _stream_text(response: httpx.Response, cap: int) -> tuple[str, TokenUsage | None]:
+    """Join the deltas of a server-sent-event stream; a stream cut short is an error. The
+    usage is the last one an event reported (servers send it in the final chunk)."""
     pieces: list[str] = []
+    usage: TokenUsage | None = None
     pending = b""
     finished = done = cut = False
     async with contextlib.aclosing(_decoded_chunks(response, cap, "stream")) as chunks:
@@ -356,6 +384,9 @@ async def _stream_text(response: httpx.Response, cap: int) -> str:
                 message = _error_message(event)
                 if message is not None:
                     raise _ErrorReported(message)
+                usage = reported_usage(event) or usage
+                if not isinstance(event, dict):
+                    continue
                 for choice in event.get("choices") or []:
                     if not isinstance(choice, dict):
                         continue
@@ -369,10 +400,10 @@ async def _stream_text(response: httpx.Response, cap: int) -> str:
         raise httpx.RemoteProtocolError("the stream ended before the answer was complete")
     text = "".join(pieces)
     if cut:
-        raise _Truncated(text)
+        raise _Truncated(text, usage)
     if not text.strip():
         raise _Malformed("the model returned an empty answer")
-    return text
+    return text, usage
 
 
 class EndpointClient:
@@ -581,6 +612,7 @@ class EndpointClient:
             endpoint_wide: bool = False,
             retry_after: float | None = None,
             tail: str | None = None,
+            usage: TokenUsage | None = None,
         ) -> ChatResult:
             ms = int((time.monotonic() - started) * 1000)
             kept = self.scrub(text) if text is not None else None
@@ -593,6 +625,7 @@ class EndpointClient:
                 endpoint_wide,
                 retry_after,
                 output_tail=self.scrub(tail[-TRUNCATED_TAIL_CAP:]) if tail else None,
+                usage=usage,
             )
 
         try:
@@ -615,9 +648,11 @@ class EndpointClient:
                             else None,
                         )
                     if "text/event-stream" in response.headers.get("content-type", ""):
-                        text = await _stream_text(response, max_output_bytes)
+                        text, usage = await _stream_text(response, max_output_bytes)
                     else:
-                        text = _completion_text(await _read_capped(response, max_output_bytes))
+                        text, usage = _completion_text(
+                            await _read_capped(response, max_output_bytes)
+                        )
                 finally:
                     await response.aclose()
         except TimeoutError:
@@ -642,8 +677,9 @@ class EndpointClient:
                 '(finish_reason "length"); a larger max_tokens for this endpoint leaves room '
                 "for a whole answer",
                 tail=exc.text,
+                usage=exc.usage,
             )
-        return done("ok", "answered", text=text)
+        return done("ok", "answered", text=text, usage=usage)
 
     async def list_models(self, *, timeout_s: float) -> list[str]:
         """Model ids from ``GET /models``; EndpointCallError says why when it fails."""
@@ -859,6 +895,7 @@ class HttpRuntime:
                     response_format=result.response_format,
                     format_fallbacks=list(result.format_fallbacks),
                     response_format_remembered=result.format_remembered,
+                    usage=result.usage,
                 )
             )
             latency = sum(a.latency_ms or 0 for a in attempts)
