@@ -39,17 +39,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..core import safejson
-from ..core.contract import CouncilResult, Voice, is_safe_run_id
+from ..core.contract import CouncilResult, PromptCost, Voice, is_safe_run_id
 from ..core.errors import RequestError
 from ..evaluation.arms import (
     DEFAULT_COUNCIL,
-    Cost,
     CouncilOnItem,
     EvalClaim,
     EvalSet,
     ItemRecord,
     SeededPlace,
     VoiceOnItem,
+    council_cost,
+    voice_cost,
 )
 from ..review.artifact import ARTIFACT_NAME, ReviewArtifact, build_artifact
 from ..review.diff import read_text
@@ -269,7 +270,7 @@ def voice_name(voice: Voice) -> str:
     return f"{voice.runtime}/{voice.model}" if voice.model else voice.runtime
 
 
-def _voice_on_item(voice: Voice) -> VoiceOnItem:
+def _voice_on_item(voice: Voice, prompt_cost: PromptCost | None) -> VoiceOnItem:
     claims = []
     for claim in voice.claims[:200]:
         anchors = [claim.anchor] if claim.anchor else []
@@ -280,10 +281,7 @@ def _voice_on_item(voice: Voice) -> VoiceOnItem:
         family=(voice.model_family or "unknown")[:100],
         answered=voice.status == "complete",
         claims=claims,
-        cost=Cost(
-            calls=len(voice.attempts),
-            seconds=voice.latency_ms / 1000 if voice.latency_ms is not None else None,
-        ),
+        cost=voice_cost(voice, prompt_cost),
     )
 
 
@@ -324,10 +322,7 @@ def council_on_item(result: CouncilResult, name: str = DEFAULT_COUNCIL) -> Counc
         answered=result.status == "complete",
         consensus=consensus,
         dissent=dissent,
-        cost=Cost(
-            calls=sum(len(v.attempts) for v in result.voices),
-            seconds=_wall(result.started_at, result.finished_at),
-        ),
+        cost=council_cost(result, _wall(result.started_at, result.finished_at)),
     )
 
 
@@ -353,7 +348,7 @@ def record_for(
         )
     voices: dict[str, VoiceOnItem] = {}
     for voice in result.voices[:50]:
-        on = _voice_on_item(voice)
+        on = _voice_on_item(voice, result.prompt_cost)
         voices.setdefault(on.voice, on)  # two slots of one model: its first answer stands
     return ItemRecord(
         id=item.id,

@@ -49,6 +49,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..core.contract import Attempt, CouncilResult, PromptCost, Voice
 from ..stages.places import Places
 
 HIT_DISTANCE = 2
@@ -84,10 +85,18 @@ class EvalClaim(_Model):
 
 
 class Cost(_Model):
-    """What one answer cost: the calls made for it and its wall time (None: not known)."""
+    """What one answer cost: the calls made for it, its wall time (None: not known), and
+    its tokens, kept apart by where they come from. ``reported_calls`` of the ``calls``
+    carried the endpoint's own count (``Attempt.usage``), summed in ``prompt_tokens`` and
+    ``completion_tokens``; ``estimated_prompt_tokens`` is the prompt size the council
+    metered (``prompt_cost``: bytes / 4, prompts only), the one figure a CLI voice has."""
 
     calls: int = Field(default=0, ge=0)
     seconds: float | None = Field(default=None, ge=0)
+    reported_calls: int = Field(default=0, ge=0)
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    estimated_prompt_tokens: int | None = Field(default=None, ge=0)
 
 
 class VoiceOnItem(_Model):
@@ -201,6 +210,61 @@ class Arm(_Model):
 
     def answered(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.answered]
+
+
+# --------------------------------------------------------------------------- cost
+
+
+def _reported(attempts: Iterable[Attempt]) -> dict[str, int]:
+    used = [a.usage for a in attempts if a.usage is not None]
+    return {
+        "reported_calls": len(used),
+        "prompt_tokens": sum(u.prompt_tokens or 0 for u in used),
+        "completion_tokens": sum(u.completion_tokens or 0 for u in used),
+    }
+
+
+def _per_prompt(prompt_cost: PromptCost, runtime: str) -> float | None:
+    """The estimated tokens of one answer prompt sent to ``runtime``: that runtime's own
+    mean when the meter saw it, else the mean over every answer prompt (a slot that failed
+    over inside one runtime is metered under the runtime it was seated on)."""
+    answers = [u for u in prompt_cost.by_use if u.stage == "answer"]
+    mine = [u for u in answers if u.runtime == runtime] or answers
+    prompts = sum(u.prompts for u in mine)
+    return sum(u.tokens_est for u in mine) / prompts if prompts else None
+
+
+def voice_cost(voice: Voice, prompt_cost: PromptCost | None) -> Cost:
+    """One voice's answer on one item: its calls (every attempt), its latency, the tokens
+    its endpoint reported, and the prompt tokens estimated for its calls."""
+    estimated: int | None = None
+    if prompt_cost is not None and voice.attempts:
+        each = [_per_prompt(prompt_cost, a.runtime) for a in voice.attempts]
+        if all(e is not None for e in each):
+            estimated = round(sum(e for e in each if e is not None))
+    return Cost(
+        calls=len(voice.attempts),
+        seconds=voice.latency_ms / 1000 if voice.latency_ms is not None else None,
+        estimated_prompt_tokens=estimated,
+        **_reported(voice.attempts),
+    )
+
+
+def council_cost(result: CouncilResult, seconds: float | None) -> Cost:
+    """A whole council on one item: every voice's attempts, and every prompt of the later
+    stages (ballots, rounds, a chair), which record no attempt and so report no tokens."""
+    later = 0
+    estimated: int | None = None
+    if result.prompt_cost is not None:
+        later = sum(u.prompts for u in result.prompt_cost.by_use if u.stage != "answer")
+        estimated = result.prompt_cost.tokens_est
+    attempts = [a for v in result.voices for a in v.attempts]
+    return Cost(
+        calls=len(attempts) + later,
+        seconds=seconds,
+        estimated_prompt_tokens=estimated,
+        **_reported(attempts),
+    )
 
 
 # --------------------------------------------------------------------------- places
@@ -437,8 +501,10 @@ __all__ = [
     "claim_hits",
     "claim_places",
     "council_arms",
+    "council_cost",
     "folds",
     "majority_arm",
     "read_anchor",
     "voice_arm",
+    "voice_cost",
 ]

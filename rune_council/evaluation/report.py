@@ -12,6 +12,8 @@ grouped by family, and the effective number of independent votes.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 from . import stats
@@ -36,16 +38,33 @@ class ArmFigures(_Frozen):
     notes: list[str]
 
 
+TokenSource = Literal["reported", "partly reported", "estimated", "unknown"]
+
+
 class ArmCost(_Frozen):
     """What an arm's answers cost per item, over the items whose cost is known: a voice's own
-    calls and time, or a whole council's (every voice, every round). The best voice and the
-    majority are read from the plain council's own voices, so they cost what it costs."""
+    calls, tokens and time, or a whole council's (every voice, every round). The best voice
+    and the majority are read from the plain council's own voices, so they cost what it costs.
+
+    Tokens come from two places and are never mixed into one figure: ``reported_*`` are the
+    endpoints' own counts (``Attempt.usage``), over the ``reported_calls`` of the ``calls``
+    that carried one; ``estimated_prompt_tokens_per_item`` is the council's metered prompt
+    size (bytes / 4, prompts only), for the calls that report nothing (CLI voices, ballots).
+    ``tokens`` says which the arm has: every call reported, some, none (an estimate only),
+    or neither."""
 
     arm: str
     items: int
     calls_per_item: float | None
     seconds_per_item: float | None
     reason: str | None = None
+    calls: int = 0
+    reported_calls: int = 0
+    reported_tokens_per_item: float | None = None
+    reported_prompt_tokens_per_item: float | None = None
+    reported_completion_tokens_per_item: float | None = None
+    estimated_prompt_tokens_per_item: float | None = None
+    tokens: TokenSource = "unknown"
 
 
 class Comparison(_Frozen):
@@ -140,13 +159,34 @@ def _cost(arm: str, known: list[Cost]) -> ArmCost:
         return ArmCost(
             arm=arm, items=0, calls_per_item=None, seconds_per_item=None, reason="no cost known"
         )
+    n = len(known)
     timed = [c.seconds for c in known if c.seconds is not None]
+    calls = sum(c.calls for c in known)
+    reported = sum(c.reported_calls for c in known)
+    prompt = sum(c.prompt_tokens for c in known)
+    completion = sum(c.completion_tokens for c in known)
+    estimates = [c.estimated_prompt_tokens for c in known if c.estimated_prompt_tokens is not None]
+    tokens: TokenSource
+    if reported and reported == calls:
+        tokens = "reported"
+    elif reported:
+        tokens = "partly reported"
+    else:
+        tokens = "estimated" if estimates else "unknown"
     return ArmCost(
         arm=arm,
-        items=len(known),
-        calls_per_item=sum(c.calls for c in known) / len(known),
+        items=n,
+        calls_per_item=calls / n,
         seconds_per_item=sum(timed) / len(timed) if timed else None,
         reason=None if timed else "no wall time recorded",
+        calls=calls,
+        reported_calls=reported,
+        reported_tokens_per_item=(prompt + completion) / n if reported else None,
+        reported_prompt_tokens_per_item=prompt / n if reported else None,
+        reported_completion_tokens_per_item=completion / n if reported else None,
+        # Over the items that have one: a run file from before the meter has none.
+        estimated_prompt_tokens_per_item=sum(estimates) / len(estimates) if estimates else None,
+        tokens=tokens,
     )
 
 
@@ -218,6 +258,7 @@ __all__ = [
     "ArmFigures",
     "Comparison",
     "EvalReport",
+    "TokenSource",
     "build_report",
     "costs",
     "figures",

@@ -6,7 +6,7 @@ a model scored nothing on reads as that, never as a zero it did not earn.
 
 from __future__ import annotations
 
-from .report import EvalReport
+from .report import ArmCost, EvalReport
 from .stats import Rate
 
 DASH = "\u2014"
@@ -19,6 +19,31 @@ def rate_text(rate: Rate) -> str:
     if rate.interval is not None:
         shown += f" [{rate.interval.low:.2f}, {rate.interval.high:.2f}]"
     return shown
+
+
+def _n(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def tokens_text(cost: ArmCost) -> str:
+    """An arm's tokens per item, saying which figures are reported and which estimated."""
+    est = cost.estimated_prompt_tokens_per_item
+    guess = f"~{_n(est)} prompt tokens est." if est is not None else None
+    reported = cost.reported_tokens_per_item
+    if cost.tokens == "reported" and reported is not None:
+        return (
+            f"{_n(reported)} tokens reported ({_n(cost.reported_prompt_tokens_per_item or 0)} "
+            f"prompt + {_n(cost.reported_completion_tokens_per_item or 0)} completion; "
+            f"reported by {cost.reported_calls} of {cost.calls} calls)"
+        )
+    if cost.tokens == "partly reported" and reported is not None:
+        also = f", {guess} for all calls" if guess else ""
+        return (
+            f"{_n(reported)} tokens reported by {cost.reported_calls} of {cost.calls} calls{also}"
+        )
+    if guess is not None:
+        return f"{guess} (no call reported tokens)"
+    return f"tokens {DASH} (none reported, no prompt size recorded)"
 
 
 def _reasons(name: str, rates: dict[str, Rate]) -> list[str]:
@@ -69,12 +94,20 @@ def render(report: EvalReport) -> str:
             f"only there {c.test.b_only}, p={c.test.p_value:.3g}, Holm p={c.holm_p:.3g}{note}"
         )
     if report.costs:
-        out += ["", "cost per item (calls; wall time):"]
+        out += [
+            "",
+            "cost per item (calls; tokens; wall time). Tokens 'reported' are the endpoint's "
+            "own count; '~ est.' is prompt tokens estimated from prompt size (bytes / 4), "
+            "for calls that report none (CLI voices, ballots):",
+        ]
     for cost in report.costs:
         calls = f"{cost.calls_per_item:.1f}" if cost.calls_per_item is not None else DASH
         took = f"{cost.seconds_per_item:.2f} s" if cost.seconds_per_item is not None else DASH
         why = f" ({cost.reason})" if cost.reason else ""
-        out.append(f"  {cost.arm}: {calls} call(s); {took}{why} over {cost.items} item(s)")
+        out.append(
+            f"  {cost.arm}: {calls} call(s); {tokens_text(cost)}; {took}{why} "
+            f"over {cost.items} item(s)"
+        )
     votes = report.effective_votes
     out += ["", "decorrelation:"]
     if votes.value is None:
@@ -117,4 +150,4 @@ def render(report: EvalReport) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["rate_text", "render"]
+__all__ = ["rate_text", "render", "tokens_text"]
