@@ -1,7 +1,9 @@
 """``rune``: a thin command line over the library.
 
-Each command group lives in its own module and registers itself on the shared apps in
-``app.py``; heavy modules are imported inside the commands so ``rune --help`` stays fast.
+Each command lives in a module of its own that declares it on the shared apps in
+``app.py``; a command line imports only the module of the command it runs
+(``app.COMMAND_MODULES``), and heavy modules are imported inside the commands, so each
+command pays only for what it uses.
 """
 
 from __future__ import annotations
@@ -13,30 +15,13 @@ from . import lifetime  # first: it tunes the collector before the heavy imports
 
 # isort: split
 from ..core.errors import CouncilError, ExitCode, exit_code_for
-from . import (
-    batch_cmd,  # noqa: F401  (registers the commands)
-    consent_cmd,  # noqa: F401
-    council_cmds,  # noqa: F401
-    demo_cmd,  # noqa: F401
-    doctor_cmd,  # noqa: F401
-    endpoint_cmds,  # noqa: F401
-    eval_cmd,  # noqa: F401
-    install_cmd,  # noqa: F401
-    mcp_cmd,  # noqa: F401
-    review_cmd,  # noqa: F401
-    runs_cmds,  # noqa: F401
-    serve_cmd,  # noqa: F401
-    stats_cmd,  # noqa: F401
-    tally_cmd,  # noqa: F401
-    trust_cmd,  # noqa: F401
-)
-from .app import app, build_only_what_runs, echo
+from .app import app, echo, load_only_what_runs
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
-    build_only_what_runs(sys.argv[1:])
+    load_only_what_runs(sys.argv[1:])
     try:
         app()
     except KeyboardInterrupt:

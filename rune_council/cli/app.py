@@ -20,6 +20,7 @@ from typing import Any
 
 import typer
 from typer.core import TyperGroup
+from typer.models import CommandInfo
 
 from ..core.errors import ExitCode
 
@@ -92,6 +93,80 @@ class _CouncilGroup(TyperGroup):
         super().format_options(ctx, formatter)
 
 
+# ``rune council <name>``: the module that declares it. A command line loads only the module
+# of the command it names (each brings its own dependencies: asyncio, the batch runner, the
+# review diff); help, shell completion and library callers see every command.
+COMMAND_MODULES = {
+    "batch": "batch_cmd",
+    "consent": "consent_cmd",
+    "run": "council_cmds",
+    "templates": "council_cmds",
+    "detect": "council_cmds",
+    "demo": "demo_cmd",
+    "doctor": "doctor_cmd",
+    "endpoints": "endpoint_cmds",
+    "eval": "eval_cmd",
+    "install": "install_cmd",
+    "mcp": "mcp_cmd",
+    "review": "review_cmd",
+    "watch": "runs_cmds",
+    "show": "runs_cmds",
+    "list": "runs_cmds",
+    "verify": "runs_cmds",
+    "serve": "serve_cmd",
+    "stats": "stats_cmd",
+    "tally": "tally_cmd",
+    "trust": "trust_cmd",
+}
+
+
+class _CouncilTyper(typer.Typer):
+    """The ``council`` app, whose commands are declared by their modules on first look.
+
+    Typer reads ``registered_commands`` when it builds the command line (and a test or
+    caller when it inspects it); that first read imports the command modules: every one,
+    unless ``only`` has named the single command this process runs.
+    """
+
+    def __init__(self, **settings: Any) -> None:
+        self._commands: list[CommandInfo] = []
+        self._only: str | None = None
+        self._loaded = False
+        super().__init__(**settings)
+
+    @property
+    def registered_commands(self) -> list[CommandInfo]:
+        if not self._loaded:
+            # Set first: each module's decorators append through this property.
+            self._loaded = True
+            import importlib
+
+            wanted = [COMMAND_MODULES[self._only]] if self._only else COMMAND_MODULES.values()
+            for module in dict.fromkeys(wanted):
+                importlib.import_module(f".{module}", __package__)
+            if self._only:
+                self._commands[:] = [c for c in self._commands if _name_of(c) == self._only]
+        return self._commands
+
+    @registered_commands.setter
+    def registered_commands(self, value: list[CommandInfo]) -> None:
+        self._commands = value
+
+    def only(self, name: str) -> None:
+        """Declare only the command ``name`` (before anything has looked at the commands)."""
+        if not self._loaded:
+            self._only = name
+
+
+def _name_of(info: CommandInfo) -> str:
+    if info.name:
+        return info.name
+    from typer.main import get_command_name
+
+    assert info.callback is not None
+    return get_command_name(info.callback.__name__)
+
+
 app = typer.Typer(
     help="rune-council: convene independent AI voices on one question, honestly arbitrated.",
     no_args_is_help=True,
@@ -99,7 +174,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-council_app = typer.Typer(
+council_app = _CouncilTyper(
     cls=_CouncilGroup,
     help='Convene a council: rune council "<question>" with the council options listed '
     "below (the same as rune council run), or run one of the commands.",
@@ -110,26 +185,26 @@ council_app = typer.Typer(
 app.add_typer(council_app, name="council")
 
 
-def build_only_what_runs(argv: Sequence[str]) -> None:
-    """Before a question is asked, forget the other council subcommands.
+def command_to_run(argv: Sequence[str]) -> str | None:
+    """The one ``rune council`` command this command line runs, or None when it may need
+    them all (help, shell completion, anything but ``council``).
 
-    Typer reads the signature of every registered command before it parses anything; for
-    ``rune council "<question>"`` only ``run`` is ever used, and skipping the rest saves each
-    council about 12 ms. Help and shell completion still see every command.
+    Typer reads the signature of every declared command before it parses anything, and
+    each command module imports what it needs; a command that loads only its own module
+    saves every other command's imports and signatures.
     """
     if argv[:1] != ["council"] or any(k.endswith("_COMPLETE") for k in os.environ):
-        return
-    from typer.main import get_command_name
+        return None
+    if _asks_a_question(argv[1:], COMMAND_MODULES):
+        return "run"
+    return argv[1] if len(argv) > 1 and argv[1] in COMMAND_MODULES else None
 
-    names = {
-        info.name or get_command_name(info.callback.__name__)
-        for info in council_app.registered_commands
-        if info.callback is not None
-    }
-    if _asks_a_question(argv[1:], names):
-        council_app.registered_commands[:] = [
-            info for info in council_app.registered_commands if info.name == "run"
-        ]
+
+def load_only_what_runs(argv: Sequence[str]) -> None:
+    """Before Typer builds the command line, declare only the command ``argv`` runs."""
+    name = command_to_run(argv)
+    if name is not None:
+        council_app.only(name)
 
 
 def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:

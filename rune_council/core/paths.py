@@ -8,7 +8,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contract import is_safe_run_id
 from .errors import RunFileError, RunIdError
 
 ENV_RUNE_DIR = "RUNE_COUNCIL_DIR"
@@ -65,6 +64,9 @@ class RuneDir:
         return self.subdir("batch")
 
     def run_file(self, run_id: str) -> Path:
+        # Here, not at the top: a listing resolves no run id and need not load the contract.
+        from .contract import is_safe_run_id
+
         if not is_safe_run_id(run_id):
             raise RunIdError(
                 f"run id {run_id!r} is not a safe file name "
