@@ -17,6 +17,21 @@ import typer
 
 from ..core.errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json, fail
+from .options import (
+    ItemsCouncilTypeOption,
+    ItemsDeliberateOption,
+    ItemsEndpointOption,
+    ItemsKeyEnvOption,
+    ItemsTemplateOption,
+    OnDivergenceOption,
+    PreferOption,
+    RetryFailedOption,
+    RoundsOption,
+    RuneDirOption,
+    SubagentCmdOption,
+    SubagentFamilyOption,
+    SubagentModelOption,
+)
 
 if TYPE_CHECKING:
     from ..batch import Row
@@ -64,10 +79,7 @@ def batch_command(
     concurrency: Annotated[
         int, typer.Option("--concurrency", "-c", min=1, max=256, help="Councils running at once.")
     ] = 4,
-    retry_failed: Annotated[
-        bool,
-        typer.Option(help="Run again the items whose earlier run failed or gave no verdict."),
-    ] = False,
+    retry_failed: RetryFailedOption = False,
     strict: Annotated[
         bool, typer.Option(help="Refuse to start if any line is bad (all are listed).")
     ] = False,
@@ -87,19 +99,13 @@ def batch_command(
             help="A file every line that names none critiques or reviews (read once, inlined).",
         ),
     ] = None,
-    template: Annotated[
-        str | None, typer.Option("--template", help="Council template (see templates).")
-    ] = None,
+    template: ItemsTemplateOption = None,
     chain: Annotated[
         str | None,
         typer.Option("--chain", help="Chain of councils every line runs (see templates)."),
     ] = None,
-    deliberation: Annotated[
-        str | None, typer.Option("--deliberate", help="After the single pass: vote | rank.")
-    ] = None,
-    max_rounds: Annotated[
-        int | None, typer.Option("--rounds", help="Deliberation rounds at most.")
-    ] = None,
+    deliberation: ItemsDeliberateOption = None,
+    max_rounds: RoundsOption = None,
     convergence_threshold: Annotated[
         float | None,
         typer.Option(
@@ -107,18 +113,12 @@ def batch_command(
             help="Stop the rounds early once consensus reaches this (0-1).",
         ),
     ] = None,
-    on_divergence: Annotated[
-        str | None,
-        typer.Option("--on-divergence", help="warn | halt | continue when consensus falls."),
-    ] = None,
+    on_divergence: OnDivergenceOption = None,
     round_prompt_prefix: Annotated[
         str | None,
         typer.Option("--round-prompt-prefix", help="Text put before each later round."),
     ] = None,
-    council_type: Annotated[
-        str | None,
-        typer.Option("--council-type", help="standard | red_team (risk register)."),
-    ] = None,
+    council_type: ItemsCouncilTypeOption = None,
     vote_threshold: Annotated[
         float | None,
         typer.Option("--vote-threshold", help="Share of counted ballots an item needs."),
@@ -142,39 +142,16 @@ def batch_command(
         float | None,
         typer.Option("--deadline", help="Stop waiting for stragglers after this (seconds)."),
     ] = None,
-    prefer: Annotated[
-        list[str] | None,
-        typer.Option("--prefer", help="Model family to seat first; repeatable."),
-    ] = None,
-    subagent_cmd: Annotated[
-        str | None,
-        typer.Option(
-            "--subagent-cmd",
-            help="Command that answers a prompt on stdin; takes failed or empty slots.",
-        ),
-    ] = None,
-    subagent_family: Annotated[
-        str | None,
-        typer.Option("--subagent-family", help="Model family of the subagent command."),
-    ] = None,
+    prefer: PreferOption = None,
+    subagent_cmd: SubagentCmdOption = None,
+    subagent_family: SubagentFamilyOption = None,
     subagent_endpoint: Annotated[
         str | None,
         typer.Option("--subagent-endpoint", help="Endpoint whose model takes failed slots."),
     ] = None,
-    subagent_model: Annotated[
-        str | None,
-        typer.Option("--subagent-model", help="Model id for --subagent-endpoint."),
-    ] = None,
-    endpoints: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--endpoint", help="OpenAI-compatible endpoint (URL, preset or council.toml name)."
-        ),
-    ] = None,
-    key_env: Annotated[
-        str | None,
-        typer.Option("--key-env", help="Environment variable holding the key for --endpoint."),
-    ] = None,
+    subagent_model: SubagentModelOption = None,
+    endpoints: ItemsEndpointOption = None,
+    key_env: ItemsKeyEnvOption = None,
     refresh: Annotated[
         bool, typer.Option("--refresh", help="Probe the CLIs again, once, before the batch.")
     ] = False,
@@ -184,9 +161,7 @@ def batch_command(
             "--refresh-models", help="List the endpoints' models again, once, before the batch."
         ),
     ] = False,
-    rune_dir: Annotated[
-        Path | None, typer.Option(help="Where .rune files go (default ./.rune).")
-    ] = None,
+    rune_dir: RuneDirOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print only the result rows, one JSON line each.")
     ] = False,

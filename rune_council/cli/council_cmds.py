@@ -13,6 +13,14 @@ import typer
 
 from ..core.errors import ExitCode, exit_code_for_status
 from .app import council_app, council_errors, echo, echo_json
+from .options import (
+    OnDivergenceOption,
+    PreferOption,
+    RoundsOption,
+    RuneDirOption,
+    RunIdOption,
+    SubagentCmdOption,
+)
 
 if TYPE_CHECKING:
     from ..core.contract import CouncilResult
@@ -54,17 +62,12 @@ def run_command(
             "(default: [council] deadline in council.toml, else none)."
         ),
     ] = None,
-    run_id: Annotated[str | None, typer.Option("--id", help="Run id (a safe file name).")] = None,
-    subagent_cmd: Annotated[
-        str | None,
-        typer.Option(help="Command that answers a prompt on stdin; takes failed or empty slots."),
-    ] = None,
+    run_id: RunIdOption = None,
+    subagent_cmd: SubagentCmdOption = None,
     subagent_family: Annotated[
         str | None, typer.Option(help="Model family of the subagent command (default unknown).")
     ] = None,
-    prefer: Annotated[
-        list[str] | None, typer.Option(help="Model family to seat first; repeatable.")
-    ] = None,
+    prefer: PreferOption = None,
     refresh: Annotated[
         bool, typer.Option(help="Probe the CLIs again, ignoring the cache.")
     ] = False,
@@ -90,16 +93,14 @@ def run_command(
         str | None,
         typer.Option(help="Model id for --subagent-endpoint (default: its top-ranked model)."),
     ] = None,
-    rune_dir: Annotated[
-        Path | None, typer.Option(help="Where .rune files go (default ./.rune).")
-    ] = None,
+    rune_dir: RuneDirOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the CouncilResult as JSON.")
     ] = False,
     deliberate: Annotated[
         str | None, typer.Option(help="After the single pass: vote | rank (see README).")
     ] = None,
-    rounds: Annotated[int | None, typer.Option(help="Deliberation rounds at most.")] = None,
+    rounds: RoundsOption = None,
     council_type: Annotated[
         str | None, typer.Option(help="standard | red_team (attack prompts, risk register).")
     ] = None,
@@ -112,9 +113,7 @@ def run_command(
     vote_threshold: Annotated[
         float | None, typer.Option(help="Share of counted ballots an item needs (2/3).")
     ] = None,
-    on_divergence: Annotated[
-        str | None, typer.Option(help="warn | halt | continue when consensus falls.")
-    ] = None,
+    on_divergence: OnDivergenceOption = None,
     convergence_threshold: Annotated[
         float | None,
         typer.Option(help="Agreement (0-1) at which rounds stop early (default 0.85)."),

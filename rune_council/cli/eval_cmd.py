@@ -18,6 +18,16 @@ import typer
 
 from ..core.errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json, fail
+from .options import (
+    ItemsCouncilTypeOption,
+    ItemsDeliberateOption,
+    ItemsEndpointOption,
+    ItemsKeyEnvOption,
+    ItemsTemplateOption,
+    RetryFailedOption,
+    RuneDirOption,
+    TimeoutOption,
+)
 
 if TYPE_CHECKING:
     from ..core.contract import CouncilResult
@@ -50,34 +60,14 @@ def eval_command(
     concurrency: Annotated[
         int, typer.Option("--concurrency", "-c", min=1, max=64, help="Councils running at once.")
     ] = 2,
-    retry_failed: Annotated[
-        bool,
-        typer.Option(help="Run again the items whose earlier run failed or gave no verdict."),
-    ] = False,
+    retry_failed: RetryFailedOption = False,
     n: Annotated[int | None, typer.Option("--n", help="Voices per council (3).")] = None,
-    template: Annotated[
-        str | None, typer.Option("--template", help="Council template (see templates).")
-    ] = None,
-    deliberation: Annotated[
-        str | None, typer.Option("--deliberate", help="After the single pass: vote | rank.")
-    ] = None,
-    council_type: Annotated[
-        str | None,
-        typer.Option("--council-type", help="standard | red_team (risk register)."),
-    ] = None,
-    timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Per-voice timeout in seconds.")
-    ] = None,
-    endpoints: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--endpoint", help="OpenAI-compatible endpoint (URL, preset or council.toml name)."
-        ),
-    ] = None,
-    key_env: Annotated[
-        str | None,
-        typer.Option("--key-env", help="Environment variable holding the key for --endpoint."),
-    ] = None,
+    template: ItemsTemplateOption = None,
+    deliberation: ItemsDeliberateOption = None,
+    council_type: ItemsCouncilTypeOption = None,
+    timeout: TimeoutOption = None,
+    endpoints: ItemsEndpointOption = None,
+    key_env: ItemsKeyEnvOption = None,
     setups: Annotated[
         list[str] | None,
         typer.Option(
@@ -86,9 +76,7 @@ def eval_command(
             "(two rank rounds) | red-team (a red-team council); repeatable.",
         ),
     ] = None,
-    rune_dir: Annotated[
-        Path | None, typer.Option(help="Where .rune files go (default ./.rune).")
-    ] = None,
+    rune_dir: RuneDirOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report as one JSON document.")
     ] = False,

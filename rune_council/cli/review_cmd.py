@@ -17,6 +17,14 @@ import typer
 
 from ..core.errors import ExitCode
 from .app import council_app, council_errors, echo, echo_json, fail
+from .options import (
+    PreferOption,
+    RuneDirOption,
+    RunIdOption,
+    SubagentFamilyOption,
+    SubagentModelOption,
+    TimeoutOption,
+)
 
 FORMATS = ("text", "sarif", "github", "markdown")
 
@@ -80,14 +88,12 @@ def review_command(
         str | None, typer.Option(help="A named council setup, e.g. security-review.")
     ] = None,
     n: Annotated[int | None, typer.Option("--n", help="Voices, 2-5; default 3.")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Per-voice timeout in seconds.")] = None,
+    timeout: TimeoutOption = None,
     deadline: Annotated[
         float | None, typer.Option(help="Stop waiting for stragglers after this many seconds.")
     ] = None,
-    run_id: Annotated[str | None, typer.Option("--id", help="Run id (a safe file name).")] = None,
-    prefer: Annotated[
-        list[str] | None, typer.Option(help="Model family to seat first; repeatable.")
-    ] = None,
+    run_id: RunIdOption = None,
+    prefer: PreferOption = None,
     endpoint: Annotated[
         list[str] | None,
         typer.Option(help="OpenAI-compatible endpoint (URL, preset or name); repeatable."),
@@ -98,20 +104,14 @@ def review_command(
     subagent_cmd: Annotated[
         str | None, typer.Option(help="Command answering a prompt on stdin; takes empty slots.")
     ] = None,
-    subagent_family: Annotated[
-        str | None, typer.Option(help="Model family of the subagent command.")
-    ] = None,
+    subagent_family: SubagentFamilyOption = None,
     subagent_endpoint: Annotated[
         str | None, typer.Option(help="Endpoint whose model takes failed or empty slots.")
     ] = None,
-    subagent_model: Annotated[
-        str | None, typer.Option(help="Model id for --subagent-endpoint.")
-    ] = None,
+    subagent_model: SubagentModelOption = None,
     refresh: Annotated[bool, typer.Option(help="Probe the CLIs again.")] = False,
     refresh_models: Annotated[bool, typer.Option(help="List the endpoints' models again.")] = False,
-    rune_dir: Annotated[
-        Path | None, typer.Option(help="Where .rune files go (default ./.rune).")
-    ] = None,
+    rune_dir: RuneDirOption = None,
     yes: Annotated[
         bool,
         typer.Option("--yes", "-y", help="Allow sending the change to the external AI CLIs."),
