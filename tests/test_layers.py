@@ -28,6 +28,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             # Runtime protocol and model families: what every other layer builds on.
             "core",
             "runtimes.base",  # the environment rules every runtime shares
+            # an eval's statistics, pure: its report and the stats over the run history
+            # (analytics) compute the same figures with the same functions
+            "evaluation.stats",
         ),
     ),
     (

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 
 from .digest import RunDigest
+from .evals import EvalsFound
 
 # The dissent heatmap shows at most this many of the latest runs.
 HEATMAP_RUNS = 60
@@ -139,6 +140,10 @@ class Files(BaseModel):
 class Stats(BaseModel):
     since: str | None = None
     files: Files = Field(default_factory=Files)
+    evals: EvalsFound = Field(
+        default_factory=EvalsFound,
+        description="Each eval's pairwise error agreement and effective independent votes.",
+    )
     totals: Totals
     weeks: list[Week]
     families: list[str]

@@ -50,7 +50,7 @@ def page(
     for table in tables(stats):
         parts.append(f"<h2>{e(table.title)}</h2>")
         if not table.rows:
-            parts.append('<p class="note">(none)</p>')
+            parts.append(f'<p class="note">{e(table.empty or "(none)")}</p>')
             continue
         head = "".join(f"<th>{e(h)}</th>" for h in table.headers)
         body = "".join(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .aggregate import Stats
+from .evals import EvalAgreement
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,8 @@ class Table:
     headers: list[str]
     rows: list[list[str]]
     note: str = ""
+    # Said on one line in place of an empty table, where its absence is itself the news.
+    empty: str | None = None
 
 
 def pct(value: float | None) -> str:
@@ -38,6 +41,129 @@ def summary_line(stats: Stats) -> str:
         f"{f.runs} run file(s){window}; {f.skipped} file(s) skipped as not readable runs "
         f"({f.read} read, {f.reused} from the index)"
     )
+
+
+def _f(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+NO_EVALS = "none found (rune council eval keeps each eval's scored items in <rune dir>/eval/)"
+
+
+def _votes(e: EvalAgreement) -> str:
+    if e.decorrelation is None:
+        return "-"
+    v = e.decorrelation.effective_votes
+    if v.value is None:
+        return f"- ({v.reason or 'undefined'})"
+    shown = f"{v.value:.2f}"
+    if v.interval is not None:
+        shown += f" [{v.interval.low:.2f}, {v.interval.high:.2f}]"
+    return f"{shown} of {len(v.voices)} counted"
+
+
+def eval_tables(stats: Stats) -> list[Table]:
+    """Each eval's decorrelation: how often two voices (two families) were wrong on the same
+    item against what independence predicts, and the effective number of independent
+    votes, as the eval's own report computes them."""
+    found = stats.evals
+    general = "; ".join(found.notes)
+    if not found.evals:
+        message = f"{NO_EVALS}; {general}" if general else NO_EVALS
+        return [Table("Eval runs", ["eval"], [], note=message, empty=message)]
+    out = [
+        Table(
+            "Eval runs",
+            [
+                "eval",
+                "items",
+                "voices",
+                "effective independent votes",
+                "mean error correlation",
+                "lines skipped",
+            ],
+            [
+                [
+                    e.eval,
+                    f"{e.items} ({e.flawed} flawed, {e.clean} clean)",
+                    str(len(e.voices)),
+                    _votes(e),
+                    _f(
+                        e.decorrelation.effective_votes.mean_correlation
+                        if e.decorrelation
+                        else None
+                    ),
+                    str(e.skipped_lines),
+                ]
+                for e in found.evals
+            ],
+            "Effective independent votes: Kish's effective sample size over the voices' error "
+            "correlation (voices that always err together count as one; a voice whose errors "
+            f"never vary within a label is left out), {round(found.evals[0].level * 100)}% "
+            "bootstrap interval over items." + (f" {general}" if general else ""),
+        )
+    ]
+    for e in found.evals:
+        if e.decorrelation is None:
+            continue
+        notes = [*e.notes, *e.skipped_reasons]
+        excluded = e.decorrelation.effective_votes.excluded
+        notes += [f"left out of the votes: {v}: {why}" for v, why in excluded.items()]
+        out.append(
+            Table(
+                f"Eval {e.eval}: voices wrong together",
+                [
+                    "voices",
+                    "items both answered",
+                    "wrong together",
+                    "independence predicts",
+                    "lift",
+                    "error correlation",
+                ],
+                [
+                    [
+                        f"{p.a} & {p.b}",
+                        str(p.items),
+                        "-"
+                        if p.joint_error_rate is None
+                        else f"{p.both_wrong}/{p.items} ({p.joint_error_rate:.2f})",
+                        _f(p.independent_rate),
+                        _f(p.lift),
+                        _f(p.correlation)
+                        if p.correlation is not None
+                        else f"- ({p.reason or 'undefined'})",
+                    ]
+                    for p in e.decorrelation.voice_agreement
+                ],
+                "Wrong: a miss on a flawed item or an alarm on a clean one. Independence "
+                "predicts, per label, the product of the two voices' error rates. "
+                + " ".join(f"{n}." for n in notes),
+            )
+        )
+        out.append(
+            Table(
+                f"Eval {e.eval}: families wrong together",
+                [
+                    "families",
+                    "voice pairs",
+                    "wrong together",
+                    "independence predicts",
+                    "error correlation",
+                ],
+                [
+                    [
+                        f"{f.a} & {f.b}",
+                        str(f.voice_pairs),
+                        _f(f.joint_error_rate),
+                        _f(f.independent_rate),
+                        _f(f.correlation),
+                    ]
+                    for f in e.decorrelation.family_agreement
+                ],
+                "Each figure is the mean over the voice pairs between the two families.",
+            )
+        )
+    return out
 
 
 def tables(stats: Stats) -> list[Table]:
@@ -150,6 +276,7 @@ def tables(stats: Stats) -> list[Table]:
             ],
         )
     )
+    out += eval_tables(stats)
     return out
 
 
@@ -162,6 +289,9 @@ def text(stats: Stats) -> str:
     lines += [f"  note: {n}" for n in stats.files.notes]
     for table in tables(stats):
         lines.append("")
+        if not table.rows and table.empty:
+            lines.append(f"{table.title}: {table.empty}")
+            continue
         lines.append(table.title)
         if not table.rows:
             lines.append("  (none)")

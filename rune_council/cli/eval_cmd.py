@@ -32,6 +32,8 @@ from .options import (
 if TYPE_CHECKING:
     from ..core.contract import CouncilResult
     from ..council.eval_items import DatasetItem
+    from ..evaluation.arms import EvalSet
+    from ..evaluation.report import EvalReport
 
 BUILTINS = ("humaneval",)
 
@@ -179,7 +181,9 @@ def eval_command(
 
     runs = read(None)
     added = {setup: read(setup) for setup in chosen if setup is not None}
-    report = build_report(eval_items.records(items, runs, added), seed=seed)
+    records = eval_items.records(items, runs, added)
+    report = build_report(records, seed=seed)
+    _keep_scored(work, name, records, report)
     missing = [item_id for item_id, run in runs.items() if run is None]
     if missing:
         shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
@@ -193,6 +197,29 @@ def eval_command(
     else:
         echo(render(report), nl=False)
         echo(f"per-item records: {results}")
+
+
+def _keep_scored(work: Path, name: str, records: EvalSet, report: EvalReport) -> None:
+    """Each item's label and every voice's error, beside the results, so ``rune council
+    stats`` shows this eval's decorrelation with the same figures as this report."""
+    from ..analytics.evals import write_scored
+    from ..evaluation.report import scored_items
+
+    try:
+        write_scored(
+            work,
+            name,
+            scored_items(records),
+            seed=report.seed,
+            resamples=report.resamples,
+            level=report.level,
+        )
+    except OSError as exc:
+        echo(
+            f"rune council: note: cannot keep the scored items in {work} "
+            f"({exc.strerror or exc}); rune council stats will not show this eval",
+            err=True,
+        )
 
 
 def _items(

@@ -17,7 +17,17 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from . import stats
-from .arms import HIT_DISTANCE, Arm, ArmKind, Choice, Cost, EvalSet, Outcome, all_arms
+from .arms import (
+    HIT_DISTANCE,
+    Arm,
+    ArmKind,
+    Choice,
+    Cost,
+    EvalSet,
+    Outcome,
+    all_arms,
+    voice_arm,
+)
 
 POOLED_KINDS: frozenset[ArmKind] = frozenset({"majority", "consensus", "consensus+dissent"})
 
@@ -211,6 +221,27 @@ def costs(records: EvalSet) -> list[ArmCost]:
     return out
 
 
+def scored_items(records: EvalSet, voice_arms: list[Arm] | None = None) -> list[stats.ScoredItem]:
+    """Each item's label and the error of every voice on it (None where it did not answer):
+    what the decorrelation figures are computed from, here and in ``rune council stats``.
+    A voice absent from an item is left out of it, which reads the same as not answering."""
+    arms = (
+        voice_arms if voice_arms is not None else [voice_arm(records, v) for v in records.voices()]
+    )
+    family = records.families()
+    outcomes = [(a.name.removeprefix("voice:"), a.outcomes) for a in arms]
+    scored = []
+    for k, item in enumerate(records.items):
+        present = {v.voice for v in item.voices}
+        voices = [
+            stats.ScoredVoice(voice=name, family=family.get(name, "unknown"), error=o[k].error)
+            for name, o in outcomes
+            if name in present
+        ]
+        scored.append(stats.ScoredItem(id=item.id, label=item.label, voices=voices))
+    return scored
+
+
 def build_report(
     records: EvalSet,
     *,
@@ -220,9 +251,12 @@ def build_report(
 ) -> EvalReport:
     arms = all_arms(records, seed)
     labels = [i.label for i in records.items]
-    voice_arms = [a for a in arms if a.kind == "voice"]
-    errors = {a.name.removeprefix("voice:"): [o.error for o in a.outcomes] for a in voice_arms}
-    pairs = stats.pairwise_agreement(errors, labels)
+    decorrelated = stats.decorrelation(
+        scored_items(records, [a for a in arms if a.kind == "voice"]),
+        resamples=resamples,
+        level=level,
+        seed=seed,
+    )
     notes = []
     flawed = labels.count("flawed")
     clean = labels.count("clean")
@@ -242,11 +276,9 @@ def build_report(
         level=level,
         arms=[figures(a, seed=seed, resamples=resamples, level=level) for a in arms],
         comparisons=compare(arms),
-        voice_agreement=pairs,
-        family_agreement=stats.family_agreement(pairs, records.families()),
-        effective_votes=stats.effective_votes(
-            errors, labels, resamples=resamples, level=level, seed=seed
-        ),
+        voice_agreement=decorrelated.voice_agreement,
+        family_agreement=decorrelated.family_agreement,
+        effective_votes=decorrelated.effective_votes,
         notes=notes,
         costs=costs(records),
     )
@@ -262,4 +294,5 @@ __all__ = [
     "build_report",
     "costs",
     "figures",
+    "scored_items",
 ]

@@ -42,6 +42,9 @@ the pooled within-label correlation of the two error indicators (each label's co
 and variances summed, then divided, as in an analysis of covariance); with a single label
 it is exactly the phi coefficient of the 2x2 table.
 
+``decorrelation`` gathers these for one eval from its ``ScoredItem`` records: the eval's
+report and ``rune council stats`` both call it, so the two show the same figures.
+
 The effective number of independent votes is Kish's effective sample size (Kish 1965,
 *Survey Sampling*, on the design effect of correlated observations) applied to the voices'
 error correlation, as in "Nine Judges, Two Effective Votes" (arXiv 2605.29800), which found
@@ -63,7 +66,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from itertools import combinations
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_LEVEL = 0.95
@@ -632,20 +635,88 @@ def effective_votes(
     )
 
 
+# --------------------------------------------------------------------------- one eval's picture
+
+
+class ScoredVoice(_Frozen):
+    voice: str = Field(min_length=1, max_length=200)
+    family: str = Field(default="unknown", min_length=1, max_length=100)
+    error: bool | None  # a miss or a false alarm; None when it did not answer
+
+
+class ScoredItem(_Frozen):
+    """One item as the decorrelation figures see it: its label, and each voice's error.
+    What an eval keeps beside its results, so ``rune council stats`` computes the same
+    figures from the same inputs as the eval's own report."""
+
+    id: str = Field(min_length=1, max_length=200)
+    label: Literal["flawed", "clean"]
+    voices: list[ScoredVoice] = Field(default_factory=list, max_length=50)
+
+    @model_validator(mode="after")
+    def _once_each(self) -> ScoredItem:
+        names = [v.voice for v in self.voices]
+        if len(set(names)) != len(names):
+            raise ValueError(f"item {self.id!r} lists a voice twice")
+        return self
+
+
+class Decorrelation(_Frozen):
+    """How decorrelated an eval's voices were: every pair's error agreement, the same
+    grouped by family, and the effective number of independent votes."""
+
+    items: int
+    voice_agreement: list[ErrorAgreement]
+    family_agreement: list[FamilyAgreement]
+    effective_votes: EffectiveVotes
+
+
+def decorrelation(
+    items: Sequence[ScoredItem],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+    seed: int = DEFAULT_SEED,
+) -> Decorrelation:
+    """The decorrelation figures of an eval's items. A voice is followed by name across
+    items (missing from an item: it did not answer there) and keeps the family it was
+    first seen with."""
+    family: dict[str, str] = {}
+    for item in items:
+        for v in item.voices:
+            family.setdefault(v.voice, v.family)
+    labels = [item.label for item in items]
+    by_item = [{v.voice: v.error for v in item.voices} for item in items]
+    errors = {name: [seen.get(name) for seen in by_item] for name in family}
+    pairs = pairwise_agreement(errors, labels)
+    return Decorrelation(
+        items=len(items),
+        voice_agreement=pairs,
+        family_agreement=family_agreement(pairs, family),
+        effective_votes=effective_votes(
+            errors, labels, resamples=resamples, level=level, seed=seed
+        ),
+    )
+
+
 __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "EXACT_BELOW",
+    "Decorrelation",
     "EffectiveVotes",
     "ErrorAgreement",
     "FamilyAgreement",
     "Interval",
     "McNemar",
     "Rate",
+    "ScoredItem",
+    "ScoredVoice",
     "binomial_two_sided",
     "bootstrap",
     "chi2_sf_1df",
+    "decorrelation",
     "effective_votes",
     "error_agreement",
     "family_agreement",
