@@ -249,6 +249,7 @@ class Contender:
     cwd: Path
     check: Check
     broken: str | None = None  # why it cannot run at all (install or setup)
+    help_shown: str = ""  # the --help command, as the report names it
     fresh_ids: bool = False  # rune: a new run id per run
 
 
@@ -297,7 +298,7 @@ def rune_contenders(base: str, work: Path) -> list[Contender]:
     return [
         Contender(
             "rune-council single pass", 1, 5, "5 answers, judged locally", single,
-            [rune, "--help"], env, home, rune_check, fresh_ids=True,
+            [rune, "--help"], env, home, rune_check, fresh_ids=True, help_shown="rune --help",
         ),
         Contender(
             "rune-council rank", 3, 11, "5 answers; a ballot round of 5; a chairman", rank,
@@ -348,6 +349,7 @@ def core_contender(peer: Peer, bin_dir: Path, base: str, work: Path) -> Contende
         peer.label, peer.stages, peer.calls, peer.does,
         [str(bin_dir / "python"), "-c", CORE_RUN, QUESTION],
         [str(bin_dir / "llm-council"), "--help"], env, home, check,
+        help_shown="llm-council --help",
     )  # fmt: skip
 
 
@@ -369,6 +371,7 @@ def consortium_contender(peer: Peer, bin_dir: Path, base: str, work: Path) -> Co
     contender = Contender(
         peer.label, peer.stages, peer.calls, peer.does,
         [llm, "-m", BENCH_COUNCIL, QUESTION], [llm, "--help"], env, home, check,
+        help_shown="llm --help, plugins loaded",
     )  # fmt: skip
     save = [llm, "consortium", "save", BENCH_COUNCIL]
     save += [arg for m in MODELS for arg in ("-m", m)]
@@ -445,18 +448,18 @@ def measure(state: dict[str, Any]) -> dict[str, Any]:
             "floor: stdlib, 5 calls at once", 1, 5, "the five calls, nothing else",
             [sys.executable, "-c", FLOOR, base, "0", *MODELS],
             [sys.executable, "-c", "pass"], base_env(floor_home, None), floor_home,
-            lambda proc: None,
+            lambda proc: None, help_shown="python -c pass",
         )  # fmt: skip
         contenders = [floor, *rune_contenders(base, work)]
         installs: dict[str, str] = {}
         for peer in PEERS:
             bin_dir, how = state["installs"][peer.key]
-            installs[peer.label] = how
+            installs[peer.label] = how if bin_dir else f"FAILED: {how}"
             if bin_dir is None:
                 contenders.append(
                     Contender(
                         peer.label, peer.stages, peer.calls, peer.does, [], None, {}, work,
-                        lambda proc: None, broken=f"not installed: {how}",
+                        lambda proc: None, broken="not installed (pip's reason above)",
                     )
                 )  # fmt: skip
                 continue
@@ -512,7 +515,7 @@ def measure(state: dict[str, Any]) -> dict[str, Any]:
             "installs": installs,
             "contenders": [
                 {"label": c.label, "stages": c.stages, "calls": c.calls, "does": c.does,
-                 "has_help": c.help is not None}
+                 "help": c.help_shown if c.help is not None else None}
                 for c in contenders
             ],
             "figures": {
@@ -530,6 +533,10 @@ def measure(state: dict[str, Any]) -> dict[str, Any]:
 def spread(values: list[float], unit: str, digits: int) -> str:
     med = statistics.median(values)
     return f"{med:.{digits}f} {unit} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def suffixed(text: str) -> Callable[[dict[str, Any]], str]:
+    return lambda f: spread(f["walls"], "s", 2) + text
 
 
 def against(ideal: float) -> Callable[[dict[str, Any]], str]:
@@ -560,7 +567,7 @@ def report(data: dict[str, Any]) -> None:
     print("  what each council does (stages of model calls, so the ideal with 1 s voices):")
     for c in data["contenders"]:
         print(f"    {c['label']:<38} {c['stages']} stage(s), {c['calls']:>2} calls: {c['does']}")
-    width = 38
+    width = 40
 
     def row(name: str, label: str, body: Callable[[dict[str, Any]], str]) -> None:
         f = figs[name][label]
@@ -577,16 +584,18 @@ def report(data: dict[str, Any]) -> None:
     print("  N=5, voices take 1 s (wall; ideal = stages x 1 s; ratio = wall / ideal)")
     for c in data["contenders"]:
         row("slow", c["label"], against(c["stages"] * VOICE_S))
-    print("  --help cold start (wall; the floor's row is `python -c pass`)")
+    print("  --help cold start (wall)")
     for c in data["contenders"]:
-        if c["has_help"] or figs["help"][c["label"]]["failed"]:
-            row("help", c["label"], lambda f: spread(f["walls"], "s", 2))
+        if c["help"] is not None or figs["help"][c["label"]]["failed"]:
+            shown = f" ({c['help']})" if c["help"] else ""
+            row("help", c["label"], suffixed(shown))
     print("  peak memory of the council process, voices answer at once (RSS from wait4)")
     for c in data["contenders"]:
         row("instant", c["label"], lambda f: spread(f["rss"], "MB", 0))
     ours = {"single": "rune-council single pass", "rank": "rune-council rank"}
-    lines = []
+    print("  rune's median over the peer's (under 1: rune is faster)")
     for peer in PEERS:
+        lines = []
         for name in ("instant", "slow"):
             theirs = figs[name][peer.label]
             if theirs["failed"] or not theirs["walls"]:
@@ -596,9 +605,10 @@ def report(data: dict[str, Any]) -> None:
                 if mine["failed"] or not mine["walls"]:
                     continue
                 ratio = statistics.median(mine["walls"]) / statistics.median(theirs["walls"])
-                lines.append(f"{short} / {peer.label.split()[0]} ({name}) x{ratio:.2f}")
-    if lines:
-        print("  rune's median over the peer's: " + "; ".join(lines))
+                voices = "instant" if name == "instant" else "1 s"
+                lines.append(f"{short} x{ratio:.2f} ({voices} voices)")
+        if lines:
+            print(f"    {'over ' + peer.label:<{width}} " + ", ".join(lines))
 
 
 # --------------------------------------------------------------------------------- main
