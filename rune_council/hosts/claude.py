@@ -7,25 +7,13 @@ user's ``.claude.json`` lives inside it, as Claude Code itself reads it.
 
 from __future__ import annotations
 
-from .layout import (
-    COMMAND_NAME,
-    SERVER_NAME,
-    SKILL_NAME,
-    ConfigEntry,
-    FileItem,
-    Layout,
-    Places,
-    Scope,
-    arguments_block,
-    command_body,
-    manifest_path,
-    mcp_launch,
-    skill_files,
-)
+from . import layout as parts
+from .layout import COMMAND_NAME, FileItem, Layout, Places, Scope
 
 HOST = "claude"
-TOOL = f"mcp__{SERVER_NAME}__convene"
-SUBMIT = f"mcp__{SERVER_NAME}__submit_answers"
+PREFIX = parts.tool_prefix("__")
+TOOL = f"{PREFIX}convene"
+SUBMIT = f"{PREFIX}submit_answers"
 
 
 def command_text() -> str:
@@ -40,8 +28,7 @@ def command_text() -> str:
         f"allowed-tools: {TOOL}, {SUBMIT}\n"
         "---\n"
     )
-    body = command_body(f"shown to you as `{TOOL}`", f"`{SUBMIT}`")
-    return front + arguments_block("$ARGUMENTS") + body
+    return front + parts.arguments_block("$ARGUMENTS") + parts.command_body(PREFIX)
 
 
 def layout(places: Places, scope: Scope) -> Layout:
@@ -55,28 +42,14 @@ def layout(places: Places, scope: Scope) -> Layout:
     else:
         base = places.project / ".claude"
         mcp_file = places.project / ".mcp.json"
-    command, args = mcp_launch()
-    return Layout(
-        host=HOST,
-        scope=scope,
-        files=(
-            *skill_files(base / "skills" / SKILL_NAME),
-            FileItem(base / "commands" / f"{COMMAND_NAME}.md", command_text(), "/rune command"),
+    return parts.host_layout(
+        HOST,
+        places,
+        scope,
+        skills=base / "skills",
+        command=FileItem(base / "commands" / f"{COMMAND_NAME}.md", command_text(), "/rune command"),
+        server=parts.server_entry(
+            mcp_file, "json", "mcpServers", {"type": "stdio", **parts.launch_settings(), "env": {}}
         ),
-        configs=(
-            ConfigEntry(
-                mcp_file,
-                "json",
-                ("mcpServers", SERVER_NAME),
-                {"type": "stdio", "command": command, "args": args, "env": {}},
-                f"MCP server '{SERVER_NAME}'",
-            ),
-        ),
-        manifest=manifest_path(places, scope, HOST),
-        usage='/rune council "<question>"',
-        notes=(
-            ("Claude Code asks once before it starts a server from a project's .mcp.json.",)
-            if scope == "project"
-            else ()
-        ),
+        project_note="Claude Code asks once before it starts a server from a project's .mcp.json.",
     )

@@ -7,25 +7,11 @@ from __future__ import annotations
 
 import json
 
-from .layout import (
-    COMMAND_NAME,
-    SERVER_NAME,
-    SKILL_NAME,
-    ConfigEntry,
-    FileItem,
-    Layout,
-    Places,
-    Scope,
-    arguments_block,
-    command_body,
-    manifest_path,
-    mcp_launch,
-    skill_files,
-)
+from . import layout as parts
+from .layout import COMMAND_NAME, FileItem, Layout, Places, Scope
 
 HOST = "gemini"
-TOOL = f"mcp_{SERVER_NAME}_convene"
-SUBMIT = f"mcp_{SERVER_NAME}_submit_answers"
+PREFIX = parts.tool_prefix("_")
 # Gemini CLI runs `!{...}` in a command's prompt as a shell command and inlines `@{...}` as
 # a file; the prompt must contain neither so that nothing the user types is ever run.
 INJECTION_TRIGGERS = ("!{", "@{")
@@ -50,7 +36,7 @@ def toml_string(text: str) -> str:
 
 
 def command_text() -> str:
-    prompt = arguments_block("{{args}}") + command_body(f"shown to you as `{TOOL}`", f"`{SUBMIT}`")
+    prompt = parts.arguments_block("{{args}}") + parts.command_body(PREFIX)
     if any(trigger in prompt for trigger in INJECTION_TRIGGERS):
         raise AssertionError("the /rune prompt must not contain a Gemini injection trigger")
     description = 'Convene a rune-council on one question: /rune council "<question>"'
@@ -62,34 +48,24 @@ def layout(places: Places, scope: Scope) -> Layout:
         base = places.home_var("GEMINI_CLI_HOME", places.home) / ".gemini"
     else:
         base = places.project / ".gemini"
-    command, args = mcp_launch()
-    return Layout(
-        host=HOST,
-        scope=scope,
-        files=(
-            *skill_files(base / "skills" / SKILL_NAME),
-            FileItem(base / "commands" / f"{COMMAND_NAME}.toml", command_text(), "/rune command"),
+    return parts.host_layout(
+        HOST,
+        places,
+        scope,
+        skills=base / "skills",
+        command=FileItem(
+            base / "commands" / f"{COMMAND_NAME}.toml", command_text(), "/rune command"
         ),
-        configs=(
-            ConfigEntry(
-                base / "settings.json",
-                "json",
-                ("mcpServers", SERVER_NAME),
-                # trust: Gemini CLI asks before every call of an untrusted server's tools and
-                # refuses them outright when run headless. The council's own consent rule
-                # still decides whether a question leaves the machine.
-                {"command": command, "args": args, "trust": True},
-                f"MCP server '{SERVER_NAME}'",
-            ),
+        # trust: Gemini CLI asks before every call of an untrusted server's tools and refuses
+        # them outright when run headless. The council's own consent rule still decides
+        # whether a question leaves the machine.
+        server=parts.server_entry(
+            base / "settings.json", "json", "mcpServers", {**parts.launch_settings(), "trust": True}
         ),
-        manifest=manifest_path(places, scope, HOST),
-        usage='/rune council "<question>"',
+        project_note=(
+            "Gemini CLI loads a project's commands and settings only in a folder you trust."
+        ),
         notes=(
-            *(
-                ("Gemini CLI loads a project's commands and settings only in a folder you trust.",)
-                if scope == "project"
-                else ()
-            ),
             "Gemini CLI passes MCP servers no variable named like a key or token: list the ones "
             "your AI CLIs need (e.g. OPENAI_API_KEY) under security.environmentVariableRedaction"
             ".allowed in settings.json.",

@@ -22,7 +22,7 @@ import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..core.errors import HostInstallError
 from ..files import atomic_write_bytes
@@ -100,6 +100,25 @@ def _layout(host: str, places: Places, scope: Scope) -> Layout:
     return build(places, scope)
 
 
+class _Site(NamedTuple):
+    """One host's install in one scope: where it goes, and what an earlier one recorded."""
+
+    scope: Scope
+    places: Places
+    layout: Layout
+    within: Path | None
+    """The project of a project install, which nothing written may resolve outside."""
+    old: Manifest | None
+
+
+def _site(host: str, project: bool, env: Mapping[str, str] | None, cwd: Path | None) -> _Site:
+    scope: Scope = "project" if project else "user"
+    places = Places.from_env(env, cwd)
+    layout = _layout(host, places, scope)
+    within = places.project if scope == "project" else None
+    return _Site(scope, places, layout, within, load(layout.manifest, host, scope))
+
+
 def _destination(path: Path, within: Path | None) -> Path:
     """The file a write to ``path`` replaces: ``path`` itself, or for a symlink the regular
     file it points to. ``within`` is the project of a project install: a cloned repository
@@ -151,6 +170,22 @@ def _write(path: Path, text: str, mode: int) -> None:
     """Replaces ``path``, never a symlink (``_destination`` resolved it while planning)."""
     atomic_write_bytes(path, text.encode("utf-8"))
     os.chmod(path, mode)
+
+
+def _planned_write(
+    plan: _Plan, record: Manifest, path: Path, target: Path, text: str, mode: int
+) -> None:
+    """Plans writing ``text`` to ``target`` (``path``, or the file its link points to). The
+    directories ``path`` lacks are made then and recorded, so uninstall takes them out."""
+
+    def write() -> None:
+        for directory in reversed(_missing_dirs(path)):
+            directory.mkdir(exist_ok=True)
+            if str(directory) not in record.dirs:
+                record.dirs.append(str(directory))
+        _write(target, text, mode)
+
+    plan.writes.append(write)
 
 
 def _remove_if_empty(directory: Path) -> None:
@@ -207,11 +242,7 @@ def install(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> Outcome:
-    scope: Scope = "project" if project else "user"
-    places = Places.from_env(env, cwd)
-    layout = _layout(host, places, scope)
-    within = places.project if scope == "project" else None
-    old = load(layout.manifest, host, scope)
+    scope, places, layout, within, old = _site(host, project, env, cwd)
     record = Manifest(host=host, scope=scope, dirs=list(old.dirs) if old else [])
     plan = _Plan()
     for item in layout.files:
@@ -292,15 +323,7 @@ def _plan_file(
             plan.conflicts.append(conflict)
             action = "overwrite"
     plan.changes.append(Change(action, item.path, item.what))
-
-    def write() -> None:
-        for directory in reversed(_missing_dirs(item.path)):
-            directory.mkdir(exist_ok=True)
-            if str(directory) not in record.dirs:
-                record.dirs.append(str(directory))
-        _write(target, item.text, _mode_of(target, 0o644))
-
-    plan.writes.append(write)
+    _planned_write(plan, record, item.path, target, item.text, _mode_of(target, 0o644))
 
 
 def _plan_config(
@@ -343,16 +366,7 @@ def _plan_config(
     new_text, new_made = added(entry, text)  # raises here, before anything is written
     rec.made = made + [m for m in new_made if m not in made]
     plan.changes.append(Change(action, entry.path, what))
-    mode = _mode_of(target, 0o600)
-
-    def write() -> None:
-        for directory in reversed(_missing_dirs(entry.path)):
-            directory.mkdir(exist_ok=True)
-            if str(directory) not in record.dirs:
-                record.dirs.append(str(directory))
-        _write(target, new_text, mode)
-
-    plan.writes.append(write)
+    _planned_write(plan, record, entry.path, target, new_text, _mode_of(target, 0o600))
 
 
 def uninstall(
@@ -364,11 +378,7 @@ def uninstall(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> Outcome:
-    scope: Scope = "project" if project else "user"
-    places = Places.from_env(env, cwd)
-    layout = _layout(host, places, scope)
-    within = places.project if scope == "project" else None
-    old = load(layout.manifest, host, scope)
+    scope, _, layout, within, old = _site(host, project, env, cwd)
     notes: tuple[str, ...] = ()
     if old is None:
         notes = (f"nothing is recorded as installed for {host} ({scope}) in {layout.manifest}",)

@@ -86,10 +86,22 @@ def skill_files(skill_dir: Path) -> tuple[FileItem, ...]:
     return (FileItem(skill_dir / "SKILL.md", asset("SKILL.md"), "skill"),)
 
 
-def command_body(tool_name: str, submit_name: str) -> str:
-    """What every host's ``/rune`` command tells its model after the arguments, with the
-    names the host shows the council's ``convene`` and ``submit_answers`` tools under."""
-    return asset("command.md").replace("{TOOL_NAME}", tool_name).replace("{SUBMIT}", submit_name)
+def tool_prefix(sep: str) -> str:
+    """What a host puts before the council's tool names: ``mcp__council__`` in Claude Code
+    and Codex (``sep`` ``__``), ``mcp_council_`` in Gemini CLI (``_``)."""
+    return f"mcp{sep}{SERVER_NAME}{sep}"
+
+
+def command_body(*prefixes: str) -> str:
+    """What every host's ``/rune`` command tells its model after the arguments, naming the
+    council's ``convene`` and ``submit_answers`` tools under each prefix the host may show
+    them with."""
+
+    def shown(tool: str) -> str:
+        return " or ".join(f"`{prefix}{tool}`" for prefix in prefixes)
+
+    text = asset("command.md").replace("{TOOL_NAME}", f"shown to you as {shown('convene')}")
+    return text.replace("{SUBMIT}", shown("submit_answers"))
 
 
 def arguments_block(placeholder: str) -> str:
@@ -108,6 +120,44 @@ def mcp_launch() -> tuple[str, list[str]]:
     """The command that starts ``rune council mcp`` with the interpreter rune is installed in,
     so the host finds it whatever its own PATH holds."""
     return sys.executable, ["-m", "rune_council.cli", "council", "mcp"]
+
+
+def launch_settings() -> dict[str, Any]:
+    """``mcp_launch`` as the ``command`` and ``args`` of a host's MCP server entry."""
+    command, args = mcp_launch()
+    return {"command": command, "args": args}
+
+
+def server_entry(
+    path: Path, format: ConfigFormat, table: str, value: dict[str, Any]
+) -> ConfigEntry:
+    """The council's MCP server, ``value``, under ``table`` of a host's config file."""
+    return ConfigEntry(path, format, (table, SERVER_NAME), value, f"MCP server '{SERVER_NAME}'")
+
+
+def host_layout(
+    host: str,
+    places: Places,
+    scope: Scope,
+    *,
+    skills: Path,
+    command: FileItem,
+    server: ConfigEntry,
+    usage: str = '/rune council "<question>"',
+    project_note: str,
+    notes: tuple[str, ...] = (),
+) -> Layout:
+    """What every host gets: the skill in its ``skills`` directory, the ``/rune`` command and
+    the MCP server; ``project_note`` says what the host asks before it reads a project's."""
+    return Layout(
+        host=host,
+        scope=scope,
+        files=(*skill_files(skills / SKILL_NAME), command),
+        configs=(server,),
+        manifest=manifest_path(places, scope, host),
+        usage=usage,
+        notes=((project_note,) if scope == "project" else ()) + notes,
+    )
 
 
 def manifest_path(places: Places, scope: Scope, host: str) -> Path:
