@@ -26,11 +26,11 @@ incomplete rankings, the rankers who saw the same answers are handled as one gro
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import chain
-from operator import add, mul, sub
+from itertools import chain, islice, repeat
+from operator import add, mul
 from typing import Literal, TypeVar
 
 Ballot = Sequence[Sequence[str]]
@@ -207,40 +207,73 @@ def spearman(a: Mapping[str, float], b: Mapping[str, float], items: Sequence[str
 # --------------------------------------------------------------------------- incomplete designs
 
 
-@dataclass(frozen=True, slots=True)
-class _Seen:
-    """One ranker over the items it saw: the sizes of its levels, best first, the unranked
-    ones tied last; and its doubled ranks as a dense vector over all items (0 = unseen)."""
+@dataclass(slots=True)
+class _Row:
+    """One ranker of an incomplete design, kept as large as its ballot: the items it ranked
+    (``ids``, their doubled ranks in ``ranks``, grouped by level in ``levels``), the items it
+    never saw (``hidden``), and how many it saw but left unranked (``rest``: they share the
+    bottom places). The rest is never listed, so a ballot of ten over a thousand answers
+    costs ten, not a thousand."""
 
-    shape: tuple[int, ...]
-    doubled: list[int]
-    seen: frozenset[int]
+    hidden: frozenset[int]
+    ids: list[int]
+    ranks: list[int]
+    levels: list[list[int]]
+    rest: int
+    ties: int  # sum of t^3 - t over the ranked levels (the rest not included)
+
+    @property
+    def seen(self) -> int:
+        return len(self.ids) + self.rest
+
+    @property
+    def rest_rank(self) -> int:
+        return 2 * len(self.ids) + self.rest + 1
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        sizes = tuple(map(len, self.levels))
+        return (*sizes, self.rest) if self.rest else sizes
 
 
-def _seen(ballot: Ballot, seen: Sequence[str], index: Mapping[str, int], n: int) -> _Seen:
-    mine = {x: index[x] for x in seen if x in index}
-    try:
-        ids = list(map(mine.__getitem__, chain.from_iterable(ballot)))
-        sizes = [size for size in map(len, ballot) if size]
-    except KeyError:
-        kept = [[mine[x] for x in level if x in mine] for level in ballot]
-        ids = [j for level in kept for j in level]
-        sizes = [len(level) for level in kept if level]
+def _row(ballot: Ballot, hidden: frozenset[int], index: Mapping[str, int], n: int) -> _Row:
+    levels: list[list[int]] = []
+    for level in ballot:
+        kept = [j for x in level if (j := index.get(x, -1)) >= 0 and j not in hidden]
+        if kept:
+            levels.append(kept)
+    ids: list[int] = []
     ranks: list[int] = []
+    ties = 0
     at = 0
-    for size in sizes:
+    for kept in levels:
+        size = len(kept)
+        ids += kept
         ranks += [2 * at + size + 1] * size
+        ties += size**3 - size
         at += size
-    doubled = [0] * n
-    for j, r in zip(ids, ranks, strict=True):
-        doubled[j] = r
-    placed = set(ids)
-    rest = [j for j in mine.values() if j not in placed]
-    for j in rest:
-        doubled[j] = 2 * at + len(rest) + 1
-    if rest:
-        sizes.append(len(rest))
-    return _Seen(tuple(sizes), doubled, frozenset(mine.values()))
+    return _Row(hidden, ids, ranks, levels, n - len(hidden) - at, ties)
+
+
+def _spread(k: int, rest: int, ties: int) -> int:
+    """The centred sum of squares of a ranking's doubled ranks over ``k`` items, given the
+    ties among its ranked levels and the size of its tied bottom (``rest``)."""
+    return (k**3 - k - ties - (rest**3 - rest)) // 3
+
+
+def _rows(
+    ballots: Sequence[Ballot], unseen: Sequence[Collection[str]], items: Sequence[str]
+) -> list[_Row]:
+    index = {x: j for j, x in enumerate(items)}
+    n = len(items)
+    return [
+        _row(b, frozenset(index[x] for x in u if x in index), index, n)
+        for b, u in zip(ballots, unseen, strict=True)
+    ]
+
+
+def _unseen_of(seen: Sequence[Sequence[str]], items: Sequence[str]) -> list[set[str]]:
+    return [set(items).difference(s) for s in seen]
 
 
 def incomplete_w(
@@ -248,39 +281,67 @@ def incomplete_w(
 ) -> float | None:
     """W when ranker ``i`` only saw ``seen[i]`` (answers outside ``items`` are not counted);
     None when nothing can be measured."""
+    return incomplete_w_unseen(ballots, _unseen_of(seen, items), items)
+
+
+def incomplete_w_unseen(
+    ballots: Sequence[Ballot], unseen: Sequence[Collection[str]], items: Sequence[str]
+) -> float | None:
+    """:func:`incomplete_w` for rankers that saw every item but ``unseen[i]``: the rank
+    stage's design, where a member is never shown its own answer."""
     n = len(items)
-    index = {x: j for j, x in enumerate(items)}
-    rows = [_seen(b, s, index, n) for b, s in zip(ballots, seen, strict=True)]
-    rows = [r for r in rows if len(r.seen) >= 2]
+    rows = [r for r in _rows(ballots, unseen, items) if r.seen >= 2]
     if len(rows) < 2 or n < 2:
         return None
-    # S = sum_j (R_j - E_j)^2; in doubled ranks each ranker adds rank - (k + 1) to each item.
+    # S = sum_j (R_j - E_j)^2; in doubled ranks each ranker adds rank - (k + 1) to each item
+    # it saw. The unranked rest all add the same, so it is added to every item at once and
+    # taken back from the items the ranker never saw.
+    shared = 0
     deviation = [0] * n
-    by_size: dict[int, list[int]] = {}  # k -> doubled rank sums per item, for the mean ranks
-    counts = [0] * n
+    hidden_by = [0] * n
+    by_size: dict[int, tuple[list[int], dict[int, int]]] = {}  # doubled rank sums, per k
     designs: dict[tuple[frozenset[int], tuple[int, ...]], int] = {}
     for row in rows:
-        k = len(row.seen)
-        sums = by_size.setdefault(k, [0] * n)
-        for j in row.seen:
-            deviation[j] += row.doubled[j] - (k + 1)
-            sums[j] += row.doubled[j]
-            counts[j] += 1
-        designs[(row.seen, row.shape)] = designs.get((row.seen, row.shape), 0) + 1
-    s4 = sum(d * d for d in deviation)
-    groups = [_Design(seen_, shape, count) for (seen_, shape), count in designs.items()]
+        k = row.seen
+        rest_rank = row.rest_rank if row.rest else 0
+        rest_dev = rest_rank - (k + 1) if row.rest else 0
+        shared += rest_dev
+        sums = by_size.setdefault(k, ([0], {}))
+        sums[0][0] += rest_rank
+        extra = sums[1]
+        for j in row.hidden:
+            deviation[j] -= rest_dev
+            hidden_by[j] += 1
+            extra[j] = extra.get(j, 0) - rest_rank
+        for j, r in zip(row.ids, row.ranks, strict=True):
+            deviation[j] += r - (k + 1) - rest_dev
+            extra[j] = extra.get(j, 0) + r - rest_rank
+        key = (row.hidden, row.shape)
+        designs[key] = designs.get(key, 0) + 1
+    s4 = sum((shared + d) ** 2 for d in deviation)
     if n <= EXACT_ORDER_LIMIT:
+        everything = frozenset(range(n))
+        groups = [
+            _Design(everything - hidden, shape, count) for (hidden, shape), count in designs.items()
+        ]
         best4 = _best_reach(groups, n)
     else:
         # The observed consensus (lowest mean rank first) as the reference order; mean ranks
         # are compared exactly, so equal ones keep the items' order.
         def mean_rank(j: int) -> tuple[int, Fraction]:
-            if not counts[j]:
+            count = len(rows) - hidden_by[j]
+            if not count:
                 return (1, Fraction(0))
-            total = sum((Fraction(sums[j], 2 * k) for k, sums in by_size.items()), Fraction(0))
-            return (0, total / counts[j])
+            total = sum(
+                (
+                    Fraction(base[0] + extra.get(j, 0), 2 * k)
+                    for k, (base, extra) in by_size.items()
+                ),
+                Fraction(0),
+            )
+            return (0, total / count)
 
-        best4 = _reach(groups, sorted(range(n), key=mean_rank), n)
+        best4 = _reach(designs, sorted(range(n), key=mean_rank), n)
     if best4 <= 0:
         return None
     return min(1.0, s4 / best4)
@@ -305,15 +366,30 @@ class _Design:
         return out
 
 
-def _reach(groups: Sequence[_Design], order: Sequence[int], n: int) -> int:
-    """4 S for rankers who all agreed with ``order`` under their own design and tie pattern."""
+def _reach(
+    designs: Mapping[tuple[frozenset[int], tuple[int, ...]], int], order: Sequence[int], n: int
+) -> int:
+    """4 S for rankers who all agreed with ``order`` under their own design and tie pattern.
+
+    A design's last level takes whatever is left of its items, so only the items before it
+    are walked to: the cost is the ranked part, not every item the design saw."""
+    shared = 0
     deviation = [0] * n
-    for g in groups:
-        mine = [j for j in order if j in g.seen]
-        centre = len(g.seen) + 1
-        for j, r in zip(mine, g.fill(), strict=False):
-            deviation[j] += g.count * (r - centre)
-    return sum(d * d for d in deviation)
+    for (hidden, shape), count in designs.items():
+        k = n - len(hidden)
+        last = shape[-1]
+        last_dev = count * (k - last)  # (2 (k - last) + last + 1) - (k + 1), count times
+        shared += last_dev
+        for j in hidden:
+            deviation[j] -= last_dev
+        walk = (j for j in order if j not in hidden)
+        at = 0
+        for size in shape[:-1]:
+            dev = count * (2 * at + size - k) - last_dev  # doubled rank - (k + 1), less the rest
+            for j in islice(walk, size):
+                deviation[j] += dev
+            at += size
+    return sum((shared + d) ** 2 for d in deviation)
 
 
 def _best_reach(groups: Sequence[_Design], n: int) -> int:
@@ -348,44 +424,228 @@ def _best_reach(groups: Sequence[_Design], n: int) -> int:
 def incomplete_mean_spearman(
     ballots: Sequence[Ballot], seen: Sequence[Sequence[str]]
 ) -> list[float | None]:
-    """Mean correlation of each ranker with the others over the answers both saw (2+).
-
-    Rankers who saw the same answers form a group. For two groups (or one with itself) the
-    answers in common are fixed, so each ranker's ranks over them, reranked, are computed
-    once per group pair, and the correlations with a whole group come from one dot product
-    with the group's summed vectors: O(groups x rankers x answers) instead of O(rankers^2).
-    """
-    index: dict[str, int] = {}
+    """Mean correlation of each ranker with the others over the answers both saw (2+)."""
+    items: dict[str, None] = {}
     for s in seen:
-        for x in s:
-            index.setdefault(x, len(index))
-    n = len(index)
-    rows = [_seen(b, s, index, n) for b, s in zip(ballots, seen, strict=True)]
-    group_of: dict[frozenset[int], int] = {}
-    members: list[list[int]] = []
+        items.update(dict.fromkeys(s))
+    return incomplete_mean_spearman_unseen(ballots, _unseen_of(seen, list(items)), list(items))
+
+
+# A ranking over ``c`` common items as a sparse vector: the doubled rank its unranked rest
+# shares, the ranked items and their doubled ranks, and its centred sum of squares.
+_Vec = tuple[int, Sequence[int], Sequence[int], int]
+
+
+class _Sum:
+    """Rankings over the same ``c`` items, each scaled to unit length and added up, kept as
+    sparse as they came: a constant part, its total, and a column per ranked item. One
+    ranking's correlations with all of them together is then one pass over its own ranked
+    items (Pearson on doubled ranks, centred at ``c + 1``)."""
+
+    __slots__ = ("area", "c", "column", "count", "level")
+
+    def __init__(self, c: int) -> None:
+        self.c = c
+        self.count = 0
+        self.level = 0.0  # sum of w * (rest - (c + 1))
+        self.area = 0.0  # sum of w * sum of (rank - rest) over the ranked items
+        self.column: dict[int, float] = {}
+
+    def add(self, vec: _Vec) -> None:
+        rest, ids, ranks, spread = vec
+        w = 1 / math.sqrt(spread)
+        self.count += 1
+        self.level += w * (rest - self.c - 1)
+        column = self.column
+        area = 0
+        for j, r in zip(ids, ranks, strict=True):
+            column[j] = column.get(j, 0.0) + w * (r - rest)
+            area += r - rest
+        self.area += w * area
+
+    def against(self, vec: _Vec) -> float:
+        """The sum of ``vec``'s correlations with every ranking added."""
+        rest, ids, ranks, spread = vec
+        level = rest - self.c - 1
+        area = sum(ranks) - rest * len(ids)
+        cross = sum(map(mul, ranks, map(self.column.get, ids, repeat(0.0))))
+        cross -= rest * sum(map(self.column.get, ids, repeat(0.0)))
+        dot = self.c * level * self.level + level * self.area + area * self.level + cross
+        return float(dot / math.sqrt(spread))
+
+
+def _shifted(row: _Row, drop: int, c: int) -> _Vec | None:
+    """``row`` over ``c`` items once ``drop`` items of its unranked rest are taken away;
+    None when that leaves it nothing to correlate (fewer than two items, or all tied)."""
+    rest = row.rest - drop
+    if rest < 0 or c < 2:
+        return None
+    spread = _spread(c, rest, row.ties)
+    if spread <= 0:
+        return None
+    return (row.rest_rank - drop, row.ids, row.ranks, spread)
+
+
+def _reranked(row: _Row, drop: frozenset[int]) -> _Vec | None:
+    """``row`` with the items in ``drop`` (all of which it saw) taken out and the rest
+    ranked again: the ones below a dropped item move up, its tied group shrinks."""
+    if not drop.intersection(row.ids):
+        return _shifted(row, len(drop), row.seen - len(drop))
+    ids: list[int] = []
+    ranks: list[int] = []
+    ties = 0
+    at = 0
+    for level in row.levels:
+        kept = [j for j in level if j not in drop]
+        size = len(kept)
+        if size:
+            ids += kept
+            ranks += [2 * at + size + 1] * size
+            ties += size**3 - size
+            at += size
+    rest = row.rest - (len(drop) - (len(row.ids) - at))
+    c = at + rest
+    spread = _spread(c, rest, ties) if c >= 2 else 0
+    return (2 * at + rest + 1, ids, ranks, spread) if spread > 0 else None
+
+
+def incomplete_mean_spearman_unseen(
+    ballots: Sequence[Ballot], unseen: Sequence[Collection[str]], items: Sequence[str]
+) -> list[float | None]:
+    """:func:`incomplete_mean_spearman` for rankers that saw every item but ``unseen[i]``.
+
+    A pair of rankers is correlated over the items both saw, each ranking ranked again over
+    them. For most pairs that changes nothing but the size of the unranked rest: neither
+    ranked what the other never saw. Those pairs are summed for everyone at once, by how
+    many items each side never saw. The pairs where it does matter, found through the items
+    concerned, are taken back out and done exactly, per group of rankers who never saw the
+    same items (that group's members among themselves too). The cost follows the ballots
+    and the pairs that touch, not rankers x rankers x items.
+    """
+    # An item nobody saw is in no common set: leaving it out changes no correlation.
+    counts = dict.fromkeys(items, 0)
+    for u in unseen:
+        for label in u:
+            if label in counts:
+                counts[label] += 1
+    kept = [label for label in items if counts[label] < len(unseen)]
+    n = len(kept)
+    rows = _rows(ballots, unseen, kept)
+    m = len(rows)
+    sums = [0.0] * m
+    tally = [0] * m
+
+    def credit(i: int, total: _Sum, vec: _Vec | None, sign: int = 1) -> None:
+        if vec is not None and total.count:
+            sums[i] += sign * total.against(vec)
+            tally[i] += sign * total.count
+
+    members: dict[frozenset[int], list[int]] = {}
     for i, row in enumerate(rows):
-        g = group_of.setdefault(row.seen, len(members))
-        if g == len(members):
-            members.append([])
-        members[g].append(i)
-    sets = list(group_of)
-    sums = [0.0] * len(rows)
-    counts = [0] * len(rows)
-    for a, seen_a in enumerate(sets):
-        for b in range(a, len(sets)):
-            common = seen_a & sets[b]
-            if len(common) < 2:
+        members.setdefault(row.hidden, []).append(i)
+    sizes: dict[int, list[int]] = {}
+    for i, row in enumerate(rows):
+        sizes.setdefault(len(row.hidden), []).append(i)
+
+    cache: dict[tuple[frozenset[int] | int, int], _Sum] = {}
+
+    def plain(who: Sequence[int], h: int, g: int, key: frozenset[int] | int) -> _Sum:
+        """Rows that never saw ``h`` items, correlated with one that never saw ``g`` other
+        items, as if nothing either ranked were missing from the other."""
+        total = cache.get((key, g))
+        if total is None:
+            c = n - h - g
+            total = cache[(key, g)] = _Sum(c)
+            for j in who:
+                vec = _shifted(rows[j], g, c)
+                if vec is not None:
+                    total.add(vec)
+        return total
+
+    # 1. Every pair as if it were plain.
+    for g, mine in sizes.items():
+        for h, theirs in sizes.items():
+            if n - g - h < 2:
                 continue
-            mine = [(i, *_within(rows[i], common)) for i in members[a]]
-            theirs = mine if a == b else [(j, *_within(rows[j], common)) for j in members[b]]
-            _correlate(mine, theirs, len(common), sums, counts, same=a == b)
-            if a != b:
-                _correlate(theirs, mine, len(common), sums, counts, same=False)
+            total = plain(theirs, h, g, h)
+            for i in mine:
+                credit(i, total, _shifted(rows[i], h, n - g - h))
+
+    # 2. Which groups touch: one hides what the other ranked, or both hide the same item.
+    hid_by: dict[int, list[frozenset[int]]] = {}
+    for hidden in members:
+        for x in hidden:
+            hid_by.setdefault(x, []).append(hidden)
+    ranked_by: dict[int, set[frozenset[int]]] = {}
+    touching: set[tuple[frozenset[int], frozenset[int]]] = set()
+    for hidden, who in members.items():
+        for i in who:
+            for x in rows[i].ids:
+                ranked_by.setdefault(x, set()).add(hidden)
+                for other in hid_by.get(x, ()):
+                    touching.add((hidden, other))
+    for hidden in members:
+        for x in hidden:
+            for other in (*ranked_by.get(x, ()), *hid_by[x]):
+                touching.add((hidden, other))
+
+    # 3. Each group among itself: the same items seen, nothing to rank again.
+    for hidden, who in members.items():
+        g = len(hidden)
+        c = n - g
+        if n - 2 * g >= 2:
+            total = plain(who, g, g, hidden)
+            for i in who:
+                credit(i, total, _shifted(rows[i], g, n - 2 * g), -1)
+        if c < 2:
+            continue
+        total = _Sum(c)
+        vecs = [_shifted(rows[i], 0, c) for i in who]
+        for vec in vecs:
+            if vec is not None:
+                total.add(vec)
+        for i, vec in zip(who, vecs, strict=True):
+            if vec is not None:
+                credit(i, total, vec)
+                sums[i] -= 1.0  # itself
+                tally[i] -= 1
+
+    # 4. Groups that touch, exactly, instead of as plain; each pair once, both ways.
+    done: set[tuple[frozenset[int], frozenset[int]]] = set()
+    for a, b in touching:
+        if a == b or (b, a) in done:
+            continue
+        done.add((a, b))
+        g, h = len(a), len(b)
+        if n - g - h >= 2:
+            for here, there, gx, gy in ((a, b, g, h), (b, a, h, g)):
+                total = plain(members[there], gy, gx, there)
+                for i in members[here]:
+                    credit(i, total, _shifted(rows[i], gy, n - g - h), -1)
+        c = n - len(a | b)
+        if c < 2:
+            continue
+        vecs_a = [_reranked(rows[i], b - a) for i in members[a]]
+        vecs_b = [_reranked(rows[j], a - b) for j in members[b]]
+        for mine, vecs, others in (
+            (members[a], vecs_a, vecs_b),
+            (members[b], vecs_b, vecs_a),
+        ):
+            total = _Sum(c)
+            for vec in others:
+                if vec is not None:
+                    total.add(vec)
+            for i, vec in zip(mine, vecs, strict=True):
+                credit(i, total, vec)
+
     out: list[float | None] = []
     pooled: _Pooled | None = None
-    for i in range(len(rows)):
-        if counts[i]:
-            out.append(sums[i] / counts[i])
+    for i, row in enumerate(rows):
+        if tally[i]:
+            out.append(sums[i] / tally[i] + 0.0)
+            continue
+        if len(row.levels) + bool(row.rest) < 2:
+            out.append(None)  # it tied everything it saw: no correlation with anyone
             continue
         # No pair shares two answers (three members): compare with the others combined.
         pooled = pooled or _Pooled(rows, n)
@@ -393,73 +653,33 @@ def incomplete_mean_spearman(
     return out
 
 
-def _within(row: _Seen, common: frozenset[int]) -> tuple[list[int], int]:
-    """The ranker's doubled ranks reranked over ``common`` (0 elsewhere) and their centred
-    sum of squares. Dropping an item moves the ones below it up a place (2 in doubled
-    ranks) and shrinks its own tied group by one (1)."""
-    doubled = row.doubled
-    for r in row.seen - common:
-        cut = doubled[r]
-        below = list(map(cut.__lt__, doubled))
-        doubled = list(
-            map(sub, doubled, map(add, below, map(add, below, map(cut.__eq__, doubled))))
-        )
-        doubled[r] = 0
-    k = len(common)
-    if len(row.shape) == len(row.seen):  # no ties, before or after
-        return doubled, (k**3 - k) // 3
-    return doubled, sum(map(mul, doubled, doubled)) - k * (k + 1) ** 2
-
-
-def _correlate(
-    mine: Sequence[tuple[int, list[int], int]],
-    theirs: Sequence[tuple[int, list[int], int]],
-    k: int,
-    sums: list[float],
-    counts: list[int],
-    *,
-    same: bool,
-) -> None:
-    """Add each of ``mine``'s correlations with every one of ``theirs`` (not itself)."""
-    # Rankers with the same spread share a scale, so their vectors add up as whole numbers.
-    classes: dict[int, list[int]] = {}
-    sizes: dict[int, int] = {}
-    for _, doubled, sxx in theirs:
-        if sxx:
-            total = classes.get(sxx)
-            classes[sxx] = doubled if total is None else list(map(add, total, doubled))
-            sizes[sxx] = sizes.get(sxx, 0) + 1
-    defined = sum(sizes.values())
-    offset = k * (k + 1) ** 2  # sum(x) * sum(y) / k for two doubled rankings of k items
-    for i, doubled, sxx in mine:
-        if not sxx:
-            continue
-        dot = 0.0
-        for spread, total in classes.items():
-            dot += (sum(map(mul, doubled, total)) - sizes[spread] * offset) / math.sqrt(spread)
-        sums[i] += dot / math.sqrt(sxx) - (1.0 if same else 0.0)
-        counts[i] += defined - (1 if same else 0)
-
-
 class _Pooled:
     """Every ranker's mean relative rank per item, kept exact so that equal means stay equal;
     a ranker is compared with the others' means (its own taken out)."""
 
-    def __init__(self, rows: Sequence[_Seen], n: int) -> None:
-        self.rows = rows
+    def __init__(self, rows: Sequence[_Row], n: int) -> None:
+        self.rows = [self._relative(row, n) for row in rows]
         self.total = [Fraction(0)] * n
         self.count = [0] * n
-        for row in rows:
-            for j in row.seen:
-                self.total[j] += Fraction(row.doubled[j], 2 * len(row.seen))
+        for row in self.rows:
+            for j, r in row.items():
+                self.total[j] += r
                 self.count[j] += 1
+
+    @staticmethod
+    def _relative(row: _Row, n: int) -> dict[int, Fraction]:
+        k = row.seen
+        out = {j: Fraction(row.rest_rank, 2 * k) for j in range(n) if j not in row.hidden}
+        for j, r in zip(row.ids, row.ranks, strict=True):
+            out[j] = Fraction(r, 2 * k)
+        return out
 
     def rho(self, i: int) -> float | None:
         row = self.rows[i]
-        common = [j for j in sorted(row.seen) if self.count[j] > 1]
+        common = [j for j in sorted(row) if self.count[j] > 1]
         if len(common) < 2:
             return None
-        own = {j: Fraction(row.doubled[j], 2 * len(row.seen)) for j in common}
+        own = {j: row[j] for j in common}
         pooled = {j: (self.total[j] - own[j]) / (self.count[j] - 1) for j in common}
         return _pearson(_rerank(own, common), _rerank(pooled, common))
 

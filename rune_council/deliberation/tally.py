@@ -334,12 +334,16 @@ def _concordance(
     n = len(active)
     ballots = counted.ballots
     ranked = [b for b in ballots if b]
-    seen: list[list[str]] = []
+    unseen: list[set[str]] = []
     complete_means: list[float | None] = []
     if own:
-        seen = [[p for p in active if p not in own.get(r.ranker, set())] for r in counted.rankers]
-        w = concordance.incomplete_w(
-            ranked, [s for s, b in zip(seen, ballots, strict=True) if b], active
+        # What each ranker never saw, not what it saw: a member's own answers are few, the
+        # answers it saw are nearly all of them, and listing those for every member made the
+        # tally grow with members x answers before a single ballot was read.
+        nothing: set[str] = set()
+        unseen = [own.get(r.ranker, nothing) for r in counted.rankers]
+        w = concordance.incomplete_w_unseen(
+            ranked, [u for u, b in zip(unseen, ballots, strict=True) if b], active
         )
         method = (
             "kendall_w for incomplete rankings (own answers unseen, not last; tie pattern kept)"
@@ -365,7 +369,7 @@ def _concordance(
     if len(ranked) < 2 or n < 2:
         return consensus, []
     if own:
-        means = concordance.incomplete_mean_spearman(ballots, seen)
+        means = concordance.incomplete_mean_spearman_unseen(ballots, unseen, active)
     else:
         found = iter(complete_means)
         means = [next(found) if row.items else None for row in counted.rows]
