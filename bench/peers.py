@@ -564,10 +564,11 @@ def report(data: dict[str, Any]) -> None:
     )
     for label, how in data["installs"].items():
         print(f"  install {label}: {how}")
+    width = 40
     print("  what each council does (stages of model calls, so the ideal with 1 s voices):")
     for c in data["contenders"]:
-        print(f"    {c['label']:<38} {c['stages']} stage(s), {c['calls']:>2} calls: {c['does']}")
-    width = 40
+        shape = f"{c['stages']} stage(s), {c['calls']:>2} calls"
+        print(f"    {c['label']:<{width}} {shape}: {c['does']}")
 
     def row(name: str, label: str, body: Callable[[dict[str, Any]], str]) -> None:
         f = figs[name][label]
