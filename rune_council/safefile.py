@@ -11,16 +11,22 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
+
+from .core import safejson
 
 __all__ = [
     "NotRegularFile",
+    "bounded_lines",
     "is_plain_file",
     "is_symlink",
+    "jsonl_objects",
     "read_capped",
     "read_capped_text",
     "read_if_present",
+    "too_long",
 ]
 
 _CHUNK = 1 << 20
@@ -117,3 +123,56 @@ def read_capped_text(path: Path, cap: int) -> str:
     if cut:
         raise ValueError(f"{path} is larger than {cap} bytes")
     return data.decode("utf-8")
+
+
+# --------------------------------------------------------------------------- line by line
+# An items file or a dataset is read a line at a time, so a file of any size costs one
+# line's memory, and a bad line is told by its number while the rest are still read.
+
+
+def too_long(cap: int) -> str:
+    return f"longer than {cap} bytes"
+
+
+def bounded_lines(fh: BinaryIO, cap: int) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) for every line of ``fh``; None for a line over ``cap`` bytes,
+    whose rest is skipped in bounded chunks rather than read into memory."""
+    number = 0
+    while True:
+        chunk = fh.readline(cap + 1)
+        if not chunk:
+            return
+        number += 1
+        if len(chunk) > cap and not chunk.endswith(b"\n"):
+            while True:
+                rest = fh.readline(_CHUNK)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield number, None
+            continue
+        yield number, chunk
+
+
+def jsonl_objects(fh: BinaryIO, cap: int) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """Every line of a JSONL file that is not blank, by its number: the JSON object it
+    holds, or why it holds none (too long, not UTF-8, not JSON, JSON but not an object)."""
+    for number, raw in bounded_lines(fh, cap):
+        if raw is None:
+            yield number, too_long(cap)
+            continue
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            yield number, "not UTF-8 text"
+            continue
+        try:
+            value = safejson.loads(text, max_bytes=cap, what=f"line {number}")
+        except safejson.UnreadableJSON as exc:
+            yield number, f"not JSON: {exc}"
+            continue
+        if not isinstance(value, dict):
+            yield number, f"not a JSON object but a {type(value).__name__}"
+            continue
+        yield number, value

@@ -32,7 +32,6 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel
 
-from ..core import safejson
 from ..core.errors import CouncilError, RequestError
 from ..council.intake import (
     KEYS,
@@ -46,7 +45,7 @@ from ..council.intake import (
     unknown_key,
 )
 from ..council.request import ARTIFACT_READ_CAP
-from ..safefile import read_capped
+from ..safefile import bounded_lines, jsonl_objects, read_capped, too_long
 
 # One line holds a question (20,000 characters at most) and may inline an artifact (read up
 # to 2 MB from a file); anything longer is not an item.
@@ -119,50 +118,8 @@ def item_format(path: Path) -> str:
 # --------------------------------------------------------------------------- raw lines
 
 
-def _physical_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
-    """(line number, bytes) for every line; None for one over ``MAX_LINE_BYTES``, whose
-    rest is skipped in bounded chunks rather than read into memory."""
-    number = 0
-    while True:
-        chunk = fh.readline(MAX_LINE_BYTES + 1)
-        if not chunk:
-            return
-        number += 1
-        if len(chunk) > MAX_LINE_BYTES and not chunk.endswith(b"\n"):
-            while True:
-                rest = fh.readline(1024 * 1024)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield number, None
-            continue
-        yield number, chunk
-
-
-def _too_long() -> str:
-    return f"longer than {MAX_LINE_BYTES} bytes"
-
-
 def _jsonl_records(fh: BinaryIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    for number, raw in _physical_lines(fh):
-        if raw is None:
-            yield number, _too_long()
-            continue
-        if not raw.strip():
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            yield number, "not UTF-8 text"
-            continue
-        try:
-            value = safejson.loads(text, max_bytes=MAX_LINE_BYTES, what=f"line {number}")
-        except safejson.UnreadableJSON as exc:
-            yield number, f"not JSON: {exc}"
-            continue
-        if not isinstance(value, dict):
-            yield number, f"not a JSON object but a {type(value).__name__}"
-            continue
-        yield number, value
+    return jsonl_objects(fh, MAX_LINE_BYTES)
 
 
 def _csv_records(fh: BinaryIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -170,9 +127,9 @@ def _csv_records(fh: BinaryIO) -> Iterator[tuple[int, dict[str, Any] | str]]:
     broken: dict[int, str] = {}
 
     def lines() -> Iterator[str]:
-        for number, raw in _physical_lines(fh):
+        for number, raw in bounded_lines(fh, MAX_LINE_BYTES):
             if raw is None:
-                broken[number] = _too_long()
+                broken[number] = too_long(MAX_LINE_BYTES)
                 yield "\n"
                 continue
             try:

@@ -38,7 +38,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..core import safejson
 from ..core.contract import CouncilResult, PromptCost, Voice, is_safe_run_id
 from ..core.errors import RequestError
 from ..evaluation.arms import (
@@ -54,6 +53,7 @@ from ..evaluation.arms import (
 )
 from ..review.artifact import ARTIFACT_NAME, ReviewArtifact, build_artifact
 from ..review.diff import read_text
+from ..safefile import jsonl_objects
 from .intake import unknown_key
 
 # One line holds two images of a file; a review artifact is capped far below this anyway.
@@ -132,33 +132,9 @@ def read_dataset(path: Path) -> Iterator[DatasetItem | BadItem]:
     except OSError as exc:
         raise RequestError(f"cannot read dataset {path}: {exc.strerror or exc}") from None
     with fh:
-        number = 0
-        while True:
-            raw = fh.readline(MAX_LINE_BYTES + 1)
-            if not raw:
-                return
-            number += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                while True:
-                    rest = fh.readline(1024 * 1024)
-                    if not rest or rest.endswith(b"\n"):
-                        break
-                yield BadItem(number, f"longer than {MAX_LINE_BYTES} bytes")
-                continue
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                yield BadItem(number, "not UTF-8 text")
-                continue
-            try:
-                value = safejson.loads(text, max_bytes=MAX_LINE_BYTES, what=f"line {number}")
-            except safejson.UnreadableJSON as exc:
-                yield BadItem(number, f"not JSON: {exc}")
-                continue
-            if not isinstance(value, dict):
-                yield BadItem(number, f"not a JSON object but a {type(value).__name__}")
+        for number, value in jsonl_objects(fh, MAX_LINE_BYTES):
+            if isinstance(value, str):
+                yield BadItem(number, value)
                 continue
             try:
                 yield DatasetItem.model_validate(value)
@@ -266,8 +242,11 @@ def write_batch_file(
 
 
 def voice_name(voice: Voice) -> str:
-    """The same name for a voice on every item: its runtime, and the model it ran."""
-    return f"{voice.runtime}/{voice.model}" if voice.model else voice.runtime
+    """The same name for a voice on every item: its runtime, and the model it ran (an
+    endpoint's runtime is named for its model already, so it is not said twice)."""
+    if not voice.model or voice.runtime.endswith(voice.model):
+        return voice.runtime
+    return f"{voice.runtime}/{voice.model}"
 
 
 def _voice_on_item(voice: Voice, prompt_cost: PromptCost | None) -> VoiceOnItem:
