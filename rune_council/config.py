@@ -76,7 +76,7 @@ NO_ARGUMENT = (
 
 class _Section(BaseModel):
     # strict: TOML already has types, so "yes" is not a boolean and 1 is not a string.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 class SubagentSection(_Section):

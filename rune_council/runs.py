@@ -20,17 +20,20 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .core import safejson, shapes
-from .core.contract import CouncilResult, Orchestrator
 from .core.errors import RunFileError, file_error
 from .core.paths import RuneDir
 from .core.safetext import one_line
 from .run_index import StatKey, read_index, scan, settled_before, stat_key, still_fresh, write_index
 from .safefile import NotRegularFile, is_plain_file, is_symlink, read_capped
+
+if TYPE_CHECKING:
+    # A listing answered by its index never builds the contract's models; ``load`` does.
+    from .core.contract import CouncilResult, Orchestrator
 
 # Six missed heartbeats (they come every 5 s) before a run on another host counts as gone.
 REMOTE_STALE_AFTER_S = 30.0
@@ -94,6 +97,8 @@ def read_bytes(path: Path) -> bytes:
 
 def load(path: Path) -> CouncilResult:
     """Parse a run file; every failure is one ``RunFileError`` line saying what is wrong."""
+    from .core.contract import CouncilResult
+
     raw = read_bytes(path)
     try:
         data = safejson.loads(raw, max_bytes=MAX_RUN_FILE_BYTES, what=str(path))

@@ -1,44 +1,303 @@
-"""A council run loads only what it uses: the start-up cost every `rune council` pays."""
+"""Each command loads only what it uses: the start-up cost every `rune` process pays.
+
+Real `rune` processes (fake AI CLIs from tests/fakes, a loopback OpenAI-compatible server)
+report the modules they had loaded when they exited. The lists below are what each command
+may load; a change that makes a command load more fails here, and the list is where it is
+decided whether the command needs it.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+
+from tests.fakes.bin import install_fake, path_with
+from tests.helpers import QUESTION, ROLLBACK, answer, claim
+from tests.http_server import OpenAIServer, answering
 
 # Loaded by tools beside us (httpx's own command line, a terminal renderer, the regex engine
 # for user patterns, the process-tree library and libc bindings for CLI voices) but never
 # needed by a council of HTTP voices answering as JSON.
 NOT_NEEDED = ("rich", "pygments", "click", "regex", "psutil", "ctypes", "configparser")
+HTTP_STACK = ("httpx", "httpcore", "anyio", "h11", "h2", "certifi", "sniffio")
+
+# Third-party packages each command may load (the standard library is not listed).
+ALLOWED_PACKAGES = {
+    # typer parses the command line through pydantic; nothing else.
+    "list": {
+        "typer",
+        "pydantic",
+        "pydantic_core",
+        "annotated_types",
+        "annotated_doc",
+        "typing_extensions",
+        "typing_inspection",
+        "shellingham",
+    },
+    # ... and psutil watches the voices' processes, rapidfuzz matches claims across voices.
+    "cli council": {
+        "typer",
+        "pydantic",
+        "pydantic_core",
+        "annotated_types",
+        "annotated_doc",
+        "typing_extensions",
+        "typing_inspection",
+        "shellingham",
+        "psutil",
+        "rapidfuzz",
+        "cython_runtime",
+    },
+}
+ALLOWED_PACKAGES["http council"] = (ALLOWED_PACKAGES["cli council"] - {"psutil"}) | {
+    "httpx",
+    "httpcore",
+    "anyio",
+    "h11",
+    "idna",
+    "certifi",
+    "sniffio",
+}
+
+# `rune council list` answered by its index: the directory scan, the index and the rows.
+LIST_MODULES = {
+    "rune_council",
+    "rune_council.cli",
+    "rune_council.cli.app",
+    "rune_council.cli.lifetime",
+    "rune_council.cli.runs_cmds",
+    "rune_council.core",
+    "rune_council.core.errors",
+    "rune_council.core.paths",
+    "rune_council.core.safejson",
+    "rune_council.core.safetext",
+    "rune_council.core.shapes",
+    "rune_council.files",
+    "rune_council.run_index",
+    "rune_council.runs",
+    "rune_council.safefile",
+}
+# What a single pass never needs: the deliberation methods (vote, rank, red team and their
+# tally), the other commands' modules, and the live view on a pipe.
+NOT_IN_A_SINGLE_PASS = (
+    "rune_council.deliberation.registry",
+    "rune_council.deliberation.method",
+    "rune_council.deliberation.redteam",
+    "rune_council.deliberation.tally",
+    "rune_council.cli.batch_cmd",
+    "rune_council.cli.eval_cmd",
+    "rune_council.cli.review_cmd",
+    "rune_council.cli.runs_cmds",
+    "rune_council.cli.consent_cmd",
+    "rune_council.batch",
+    "rune_council.evaluation",
+    "rune_council.review",
+    "rune_council.serve",
+    "rune_council.mcp_server",
+    "rune_council.analytics",
+)
+
+# Runs the command line as `rune` does and, at exit (the CLI's exit handlers still run),
+# writes the names of the loaded modules where RUNE_TEST_MODULES says.
+PROBE = """
+import atexit, json, os, sys
+def _dump():
+    with open(os.environ["RUNE_TEST_MODULES"], "w") as out:
+        json.dump(sorted(sys.modules), out)
+atexit.register(_dump)
+sys.argv = ["rune", *sys.argv[1:]]
+from rune_council.cli import main
+main()
+"""
 
 
-def loaded_after(code: str) -> list[str]:
-    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+def rune_loading(
+    tmp: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``rune ARGS`` in a real process: (the process, the modules it had loaded)."""
+    dump = tmp / f"modules-{time.monotonic_ns()}.json"
+    base = {
+        "PATH": path_with(tmp / "bin"),
+        "HOME": str(tmp),
+        "LANG": "C.UTF-8",
+        "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
+        "RUNE_TEST_MODULES": str(dump),
+        # A checkout run from its own directory is the one measured, not an installed copy.
+        **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+    }
     out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", PROBE, *args],
+        cwd=tmp,
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    assert out.returncode == 0, out.stderr
+    return out, set(json.loads(dump.read_text()))
+
+
+def packages(modules: set[str]) -> set[str]:
+    """The third-party top-level packages among ``modules``."""
+    tops = {m.split(".")[0] for m in modules}
+    std = set(sys.stdlib_module_names)
+    return {t for t in tops if t not in std and not t.startswith("_")} - {"rune_council"}
+
+
+def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    """Those of ``names`` loaded, as a module or as the package of one."""
+    return [n for n in names if any(m == n or m.startswith(n + ".") for m in modules)]
+
+
+# --------------------------------------------------------------------------- councils
+
+
+def test_a_council_of_cli_voices_loads_no_http_client(tmp_path: Path) -> None:
+    install_fake(tmp_path / "bin", "claude", answer=answer(QUESTION, "NO", [ROLLBACK]))
+    install_fake(tmp_path / "bin", "codex", answer=answer(QUESTION, "NO", [ROLLBACK]))
+    install_fake(tmp_path / "bin", "gemini", answer=answer(QUESTION, "YES", [claim("Fine")]))
+    out, modules = rune_loading(tmp_path, "council", "--json", "--n", "3", QUESTION)
+    assert json.loads(out.stdout)["voices_valid"] == 3
+
+    assert loaded(modules, HTTP_STACK) == []
+    assert "rune_council.runtimes.http" not in modules
+    assert "rune_council.endpoints.assembly" not in modules
+    assert loaded(modules, ("rich", "pygments", "regex")) == []
+    assert loaded(modules, NOT_IN_A_SINGLE_PASS) == []
+    assert packages(modules) <= ALLOWED_PACKAGES["cli council"], (
+        packages(modules) - ALLOWED_PACKAGES["cli council"]
+    )
+
+
+@pytest.fixture
+def endpoint() -> Iterator[OpenAIServer]:
+    models = ["meta/llama-3.3-70b-instruct", "mistralai/mistral-large-2-instruct"]
+    text = answer(QUESTION, "NO", [ROLLBACK])
+    with OpenAIServer(models=models, behaviours={m: answering(text) for m in models}) as srv:
+        yield srv
+
+
+def test_a_council_of_endpoint_voices_loads_the_http_stack_and_no_more(
+    tmp_path: Path, endpoint: OpenAIServer
+) -> None:
+    ask = ("council", "--json", "--n", "2", "--endpoint", endpoint.base_url, QUESTION)
+    # The first council on a machine looks for installed CLIs (a login shell's PATH, in a
+    # process it watches); the next ones read what it found.
+    rune_loading(tmp_path, *ask)
+    out, modules = rune_loading(tmp_path, *ask)
+    assert json.loads(out.stdout)["voices_valid"] == 2
+
+    assert "httpx" in modules and "rune_council.runtimes.http" in modules
+    assert [m for m in NOT_NEEDED if m in modules] == []
+    assert loaded(modules, NOT_IN_A_SINGLE_PASS) == []
+    assert packages(modules) <= ALLOWED_PACKAGES["http council"], (
+        packages(modules) - ALLOWED_PACKAGES["http council"]
+    )
 
 
 def test_the_http_voice_module_does_not_load_httpx_command_line_tool() -> None:
-    loaded = loaded_after("import rune_council.runtimes.http")
-    assert "httpx" in loaded
-    assert [m for m in NOT_NEEDED if m in loaded] == []
-
-
-def test_a_json_council_run_loads_no_terminal_renderer_or_regex_engine(tmp_path: Path) -> None:
-    code = (
-        "import sys\n"
-        "from rune_council import CouncilOptions, convene\n"
-        "from rune_council.testing import ScriptedRuntime, answer_for\n"
-        "q = 'Should we shard the orders table?'\n"
-        "voices = [ScriptedRuntime(answer_for(q, 'NO'), name=n, family=f) for n, f in "
-        "(('a', 'anthropic'), ('b', 'openai'))]\n"
-        f"r = convene({{'id': 'imp', 'question': q, 'n': 2}}, CouncilOptions(runtimes=voices, "
-        f"rune_dir={str(tmp_path)!r}))\n"
-        "assert r.voices_valid == 2, r.notes\n"
-        "import rune_council.runtimes.http\n"
+    probe = "import json, sys, rune_council.runtimes.http\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
-    loaded = loaded_after(code)
-    assert [m for m in NOT_NEEDED if m in loaded] == []
+    modules = set(json.loads(out.stdout))
+    assert "httpx" in modules
+    assert [m for m in NOT_NEEDED if m in modules] == []
+
+
+# --------------------------------------------------------------------------- list
+
+
+def _history(rune: Path, runs: int) -> None:
+    """Run files dated like earlier runs' (an index never trusts a file changed just now)."""
+    example = Path(__file__).resolve().parents[1] / ".rune-example" / "council"
+    template = json.loads((example / "run-orders-shard-critique.json").read_text())
+    council = rune / "council"
+    council.mkdir(parents=True)
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    hour_ago = time.time() - 3600
+    for i in range(runs):
+        began = start + dt.timedelta(minutes=i)
+        doc = {**template, "id": f"r{i:03d}", "started_at": began.isoformat()}
+        doc["finished_at"] = (began + dt.timedelta(seconds=5)).isoformat()
+        path = council / f"run-r{i:03d}.json"
+        path.write_text(json.dumps(doc))
+        os.utime(path, (hour_ago, hour_ago))
+
+
+def test_list_answered_by_its_index_loads_only_the_index_reader(tmp_path: Path) -> None:
+    rune = tmp_path / ".rune"
+    _history(rune, 5)
+    where = ("--rune-dir", str(rune))
+    rune_loading(tmp_path, "council", "list", *where)  # builds the index
+
+    out, modules = rune_loading(tmp_path, "council", "list", "--json", *where)
+    assert [r["id"] for r in json.loads(out.stdout)] == [f"r{i:03d}" for i in range(4, -1, -1)]
+    # No contract model is built, no council, stage, runtime or other command is loaded.
+    ours = {m for m in modules if m == "rune_council" or m.startswith("rune_council.")}
+    assert ours <= LIST_MODULES, sorted(ours - LIST_MODULES)
+    assert "rune_council.core.contract" not in modules
+    assert loaded(modules, HTTP_STACK) == []
+    assert packages(modules) <= ALLOWED_PACKAGES["list"], (
+        packages(modules) - ALLOWED_PACKAGES["list"]
+    )
+
+
+def test_list_reads_a_changed_file_for_what_the_index_cannot_know(tmp_path: Path) -> None:
+    rune = tmp_path / ".rune"
+    _history(rune, 3)
+    where = ("--rune-dir", str(rune))
+    rune_loading(tmp_path, "council", "list", *where)
+    changed = rune / "council" / "run-r001.json"
+    doc = json.loads(changed.read_text())
+    changed.write_text(json.dumps({**doc, "question": "asked again, differently"}))
+    hour_ago = time.time() - 3600
+    os.utime(changed, (hour_ago, hour_ago))
+
+    out, modules = rune_loading(tmp_path, "council", "list", "--json", *where)
+    rows = {r["id"]: r["question"] for r in json.loads(out.stdout)}
+    assert rows["r001"] == "asked again, differently"
+    # The changed file is read and validated as a run file; the rest still comes from the
+    # index, so the council itself is still not loaded.
+    assert "rune_council.core.contract" in modules
+    assert loaded(modules, ("rune_council.council", "rune_council.stages", *HTTP_STACK)) == []
+
+
+# --------------------------------------------------------------------------- the map
+
+
+def test_every_command_module_is_in_the_map_the_command_line_loads_from() -> None:
+    """A command declared in a module the map does not name would never be loaded."""
+    import typer
+
+    from rune_council.cli.app import COMMAND_MODULES, council_app
+
+    declared = {
+        info.name or typer.main.get_command_name(info.callback.__name__): (
+            info.callback.__module__.rsplit(".", 1)[-1]
+        )
+        for info in council_app.registered_commands
+        if info.callback is not None
+    }
+    # door_command declares mcp and serve from handover.py, on behalf of their modules.
+    declared = {
+        name: COMMAND_MODULES.get(name, module) if module == "handover" else module
+        for name, module in declared.items()
+    }
+    assert declared == COMMAND_MODULES
+    cli_dir = Path(__file__).resolve().parents[1] / "rune_council" / "cli"
+    declaring = {
+        p.stem
+        for p in cli_dir.glob("*.py")
+        if "@council_app.command" in p.read_text() or "door_command(\n" in p.read_text()
+    }
+    assert declaring - {"handover"} <= set(COMMAND_MODULES.values())

@@ -83,7 +83,9 @@ DissentLabel = Literal[
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
+    model_config = ConfigDict(
+        extra="forbid", frozen=False, validate_assignment=False, defer_build=True
+    )
 
 
 def is_safe_run_id(value: str) -> bool:

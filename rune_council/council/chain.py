@@ -23,7 +23,6 @@ from ..core.contract import (
     is_safe_run_id,
 )
 from ..core.errors import RequestError
-from ..deliberation.redteam import register_as_context
 from ..stages.arbitrate import unresolved_claims
 from .lifecycle import run_blocking
 from .options import CouncilOptions
@@ -82,6 +81,8 @@ def verdict_as_context(result: CouncilResult) -> str:
     if d is not None and d.synthesis is not None:
         lines.append(f"Verdict: {_bounded(d.synthesis.text)}")
     if d is not None and d.risk_register is not None:
+        from ..deliberation.redteam import register_as_context
+
         lines.append(_bounded(register_as_context(d.risk_register, result.id), 3 * PART_CAP))
     consensus = result.agreement.consensus_claims
     if consensus:

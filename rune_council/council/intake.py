@@ -635,11 +635,12 @@ def _checked_request(
             for e in exc.errors()
         ]
         raise AskError(problems, door.spell) from None
-    from ..deliberation.registry import METHODS
-
     method = req.deliberation.method if req.deliberation is not None else None
-    if method is not None and method not in METHODS:
-        raise door.refuse("deliberation", one_of(sorted(METHODS), method))
+    if method is not None:
+        from ..deliberation.registry import METHODS
+
+        if method not in METHODS:
+            raise door.refuse("deliberation", one_of(sorted(METHODS), method))
     try:
         return parse_request(req)
     except RequestError as exc:
