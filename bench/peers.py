@@ -558,7 +558,8 @@ def report(data: dict[str, Any]) -> None:
         + (
             "measured in a private network namespace with loopback only"
             if data["isolated"]
-            else "NOT isolated (no unshare here); keys are dummies, proxies point at a "
+            else "NOT isolated (--no-isolate, or unshare does not work here); keys are "
+            "dummies, proxies point at a "
             "closed loopback port"
         )
     )
