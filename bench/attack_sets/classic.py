@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -23,15 +24,20 @@ SECTION = "voices and files"
 
 
 def _row(
+    w: World,
     name: str,
+    started: float,
     code: int | None,
-    allowed: list[int],
+    allowed: Sequence[int],
     peak: float,
-    seconds: float,
-    orphans: int,
     leaks: list[str],
     note: str = "",
 ) -> Row:
+    """The row of an attack decided by a process that exited ``code``: held when that exit
+    is allowed, no process outlives the attack (counted now) and nothing leaked."""
+    allowed = list(allowed)
+    seconds = round(time.monotonic() - started, 1)
+    orphans = w.orphans()
     problems = []
     if code not in allowed:
         problems.append(f"exited {code}, expected {allowed}")
@@ -41,6 +47,7 @@ def _row(
     held = not problems
     why = f"exit {code} as allowed, no orphan, nothing leaked"
     reason = why if held else "; ".join(problems)
+    peak = round(peak, 1)
     return Row(name, SECTION, code, allowed, peak, seconds, orphans, leaks, note, held, reason)
 
 
@@ -48,23 +55,26 @@ def _council(
     w: World,
     name: str,
     *args: str,
+    artifact: str = "plan.md",
     allowed: tuple[int, ...] = (0, 1),
-    note: str = "",
     timeout: float = 120,
 ) -> Row:
     started = time.monotonic()
-    code, peak, out, err = w.finish(w.start(Q, "--artifact", "plan.md", *args), timeout)
+    code, peak, out, err = w.finish(w.start(Q, "--artifact", artifact, *args), timeout)
     time.sleep(0.3)
-    return _row(
-        name,
-        code,
-        list(allowed),
-        round(peak, 1),
-        round(time.monotonic() - started, 1),
-        w.orphans(),
-        w.leaks(out, err),
-        note,
-    )
+    return _row(w, name, started, code, allowed, peak, w.leaks(out, err))
+
+
+def _forks_a_daemon(sleep_s: float) -> dict[str, Any]:
+    """A fake voice's settings: it forks a grandchild cut loose from it (a double fork into a
+    session of its own, stdio closed) that sleeps ``sleep_s``, as a daemon would."""
+    return {
+        "mode": "fork_grandchild",
+        "grandchild_double_fork": 1,
+        "grandchild_setsid": 1,
+        "grandchild_close_stdio": 1,
+        "sleep_s": sleep_s,
+    }
 
 
 @attack("stdout flood 100 MB")
@@ -124,13 +134,7 @@ def _(w: World) -> Row:
 def _(w: World) -> Row:
     w.fakes(
         claude={"mode": "ignore_sigterm"},
-        codex={
-            "mode": "fork_grandchild",
-            "grandchild_double_fork": 1,
-            "grandchild_setsid": 1,
-            "grandchild_close_stdio": 1,
-            "sleep_s": 60,
-        },
+        codex=_forks_a_daemon(sleep_s=60),
     )
     return _council(w, "voice hangs, ignores SIGTERM, forks a daemon", "--timeout", "3")
 
@@ -146,6 +150,7 @@ def _(w: World) -> Row:
     council = w.tmp / ".rune" / "council"
     council.mkdir(parents=True, exist_ok=True)
     (council / "run-bomb.json").write_text('{"id": ' + "[" * 100_000)
+    name = "run file nested 100,000 deep, then list/show"
     started = time.monotonic()
     codes, peak, leaks = [], 0.0, []
     for args, ok in ((("list",), (0,)), (("show", "bomb"), (2,))):
@@ -154,25 +159,8 @@ def _(w: World) -> Row:
         peak = max(peak, p)
         leaks += w.leaks(out, err)
         if code not in ok:
-            return _row(
-                "run file nested 100,000 deep, then list/show",
-                code,
-                list(ok),
-                round(peak, 1),
-                0,
-                0,
-                leaks,
-            )
-    return _row(
-        "run file nested 100,000 deep, then list/show",
-        0,
-        [0],
-        round(peak, 1),
-        round(time.monotonic() - started, 1),
-        w.orphans(),
-        leaks,
-        f"exits {codes}",
-    )
+            return _row(w, name, started, code, ok, peak, leaks)
+    return _row(w, name, started, 0, [0], peak, leaks, f"exits {codes}")
 
 
 @attack("config TOML nested 100,000 deep")
@@ -187,33 +175,13 @@ def _(w: World) -> Row:
 def _(w: World) -> Row:
     w.fakes()
     os.mkfifo(w.tmp / "fifo")
-    started = time.monotonic()
-    code, peak, out, err = w.finish(w.start(Q, "--artifact", "fifo"), timeout=30)
-    return _row(
-        "artifact is a FIFO",
-        code,
-        [2],
-        round(peak, 1),
-        round(time.monotonic() - started, 1),
-        w.orphans(),
-        w.leaks(out, err),
-    )
+    return _council(w, "artifact is a FIFO", artifact="fifo", allowed=(2,), timeout=30)
 
 
 @attack("artifact is /dev/zero")
 def _(w: World) -> Row:
     w.fakes()
-    started = time.monotonic()
-    code, peak, out, err = w.finish(w.start(Q, "--artifact", "/dev/zero"), timeout=60)
-    return _row(
-        "artifact is /dev/zero",
-        code,
-        [2],
-        round(peak, 1),
-        round(time.monotonic() - started, 1),
-        w.orphans(),
-        w.leaks(out, err),
-    )
+    return _council(w, "artifact is /dev/zero", artifact="/dev/zero", allowed=(2,), timeout=60)
 
 
 @attack("artifact is a 3 GB sparse file")
@@ -221,17 +189,7 @@ def _(w: World) -> Row:
     w.fakes()
     with open(w.tmp / "sparse.md", "wb") as fh:
         fh.truncate(3 * 1024**3)
-    started = time.monotonic()
-    code, peak, out, err = w.finish(w.start(Q, "--artifact", "sparse.md"), timeout=120)
-    return _row(
-        "artifact is a 3 GB sparse file",
-        code,
-        [0, 1],
-        round(peak, 1),
-        round(time.monotonic() - started, 1),
-        w.orphans(),
-        w.leaks(out, err),
-    )
+    return _council(w, "artifact is a 3 GB sparse file", artifact="sparse.md")
 
 
 @attack("SIGTERM mid-run")
@@ -243,30 +201,15 @@ def _(w: World) -> Row:
     proc.send_signal(signal.SIGTERM)
     code, peak, out, err = w.finish(proc, timeout=30)
     time.sleep(0.3)
-    status = _status(w, "term")
-    return _row(
-        "SIGTERM mid-run",
-        code,
-        [143],
-        round(peak, 1),
-        round(time.monotonic() - started, 1),
-        w.orphans(),
-        w.leaks(out, err),
-        f"run file: {status}",
-    )
+    note = f"run file: {_status(w, 'term')}"
+    return _row(w, "SIGTERM mid-run", started, code, [143], peak, w.leaks(out, err), note)
 
 
 @attack("SIGKILL mid-run, then list")
 def _(w: World) -> Row:
     w.fakes(
         claude={"mode": "sleep"},
-        codex={
-            "mode": "fork_grandchild",
-            "grandchild_double_fork": 1,
-            "grandchild_setsid": 1,
-            "grandchild_close_stdio": 1,
-            "sleep_s": 600,
-        },
+        codex=_forks_a_daemon(sleep_s=600),
     )
     started = time.monotonic()
     proc = w.start(Q, "--artifact", "plan.md", "--id", "killed")
@@ -277,16 +220,8 @@ def _(w: World) -> Row:
     w.finish(proc, timeout=30)
     code, peak, out, err = w.finish(w.start("list"))
     time.sleep(0.5)
-    return _row(
-        "SIGKILL mid-run, then list",
-        code,
-        [0],
-        round(peak, 1),
-        round(time.monotonic() - started, 1),
-        w.orphans(),
-        w.leaks(out, err),
-        f"run file: {_status(w, 'killed')}",
-    )
+    note = f"run file: {_status(w, 'killed')}"
+    return _row(w, "SIGKILL mid-run, then list", started, code, [0], peak, w.leaks(out, err), note)
 
 
 @attack("same --id twice at once")
@@ -300,16 +235,7 @@ def _(w: World) -> Row:
     leaks = [leak for _, _, out, err in ended for leak in w.leaks(out, err)]
     # Whichever started second: it must be refused (2) while the other completes (0).
     loser = 2 if codes == [0, 2] else codes[-1]
-    return _row(
-        "same --id twice at once",
-        loser,
-        [2],
-        round(peak, 1),
-        round(time.monotonic() - started, 1),
-        w.orphans(),
-        leaks,
-        f"exits {codes}",
-    )
+    return _row(w, "same --id twice at once", started, loser, [2], peak, leaks, f"exits {codes}")
 
 
 def _wait_running(w: World, voices: int, timeout: float = 30) -> None:

@@ -19,7 +19,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 
@@ -114,95 +114,93 @@ def _nothing_started(failures: list[str], server: Server) -> None:
     asserted(failures, lambda: assert_nothing_started(server))
 
 
-@attack("rebinding Host reads the run list, a run, its events", SECTION)
-def _(w: World) -> Row:
-    failures: list[str] = []
-    with _serving(w, "--yes") as server:
-        host = f"attacker.example:{port_of(server)}"
-        for path in ("/v1/councils", "/v1/councils/planted", "/v1/councils/planted/events"):
-            got = _send(w, server, "GET", path, headers={"Host": host})
-            _expect_status(failures, got, 400, f"GET {path}")
-        _nothing_started(failures, server)
-    return w.row(failures, "400 on all three reads with Host attacker.example; marker unread")
+# What a hostile page can make the browser send without a preflight, each request with the
+# status it must get: (method, path, body, headers, status). A request may depend on the
+# server it is sent to (a rebinding Host names the server's own port).
+Probe = tuple[str, str, str | None, dict[str, str], int]
+Probes = Callable[[Server], list[Probe]]
+PLANTED = "/v1/councils/planted"
+READS = ("/v1/councils", PLANTED, f"{PLANTED}/events")
+NO_CORS = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}
+FORM = '{"request": {"id": "evil", "n": 3, "question": "x="}}\r\n'
+URLENCODED = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
-@attack("rebinding Host posts a council (JSON)", SECTION)
-def _(w: World) -> Row:
-    failures: list[str] = []
-    with _serving(w, "--yes") as server:
-        host = f"attacker.example:{port_of(server)}"
-        got = _send(w, server, "POST", "/v1/councils", evil_body(), headers={"Host": host, **JSON})
-        _expect_status(failures, got, 400, "POST")
-        _nothing_started(failures, server)
-    return w.row(failures, "400, no run started")
+def _rebound(server: Server) -> dict[str, str]:
+    return {"Host": f"attacker.example:{port_of(server)}"}
 
 
-@attack("foreign Origin posts a council (localhost:other, null)", SECTION)
-def _(w: World) -> Row:
-    failures: list[str] = []
-    with _serving(w, "--yes") as server:
-        for origin in (f"http://localhost:{free_port()}", "null"):
-            got = _send(
-                w, server, "POST", "/v1/councils", evil_body(), headers={"Origin": origin, **JSON}
-            )
-            _expect_status(failures, got, 403, f"POST with Origin {origin}")
-        _nothing_started(failures, server)
-    return w.row(failures, "403 for both origins, no run started")
+def _foreign_origins() -> list[str]:
+    return [f"http://localhost:{free_port()}", "null"]
 
 
-@attack("foreign Origin reads a run", SECTION)
-def _(w: World) -> Row:
-    failures: list[str] = []
-    with _serving(w, "--yes") as server:
-        origin = f"http://localhost:{free_port()}"
-        got = _send(w, server, "GET", "/v1/councils/planted", headers={"Origin": origin})
-        _expect_status(failures, got, 403, "GET planted")
-        _nothing_started(failures, server)
-    return w.row(failures, "403, the run's artifact not in the reply")
+def _post(body: str, headers: dict[str, str], status: int) -> Probe:
+    return ("POST", "/v1/councils", body, headers, status)
 
 
-@attack("no-cors read (Sec-Fetch-Site: cross-site)", SECTION)
-def _(w: World) -> Row:
-    failures: list[str] = []
-    fetch = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}
-    with _serving(w, "--yes") as server:
-        for path in ("/v1/councils", "/v1/councils/planted"):
-            got = _send(w, server, "GET", path, headers=fetch)
-            _expect_status(failures, got, 403, f"GET {path}")
-        _nothing_started(failures, server)
-    return w.row(failures, "403 on the run list and the run")
+# (attack, what holding it means, its requests), in the order the rows are shown.
+REFUSED: list[tuple[str, str, Probes]] = [
+    (
+        "rebinding Host reads the run list, a run, its events",
+        "400 on all three reads with Host attacker.example; marker unread",
+        lambda s: [("GET", path, None, _rebound(s), 400) for path in READS],
+    ),
+    (
+        "rebinding Host posts a council (JSON)",
+        "400, no run started",
+        lambda s: [_post(evil_body(), {**_rebound(s), **JSON}, 400)],
+    ),
+    (
+        "foreign Origin posts a council (localhost:other, null)",
+        "403 for both origins, no run started",
+        lambda s: [_post(evil_body(), {"Origin": o, **JSON}, 403) for o in _foreign_origins()],
+    ),
+    (
+        "foreign Origin reads a run",
+        "403, the run's artifact not in the reply",
+        lambda s: [("GET", PLANTED, None, {"Origin": _foreign_origins()[0]}, 403)],
+    ),
+    (
+        "no-cors read (Sec-Fetch-Site: cross-site)",
+        "403 on the run list and the run",
+        lambda s: [("GET", path, None, NO_CORS, 403) for path in READS[:2]],
+    ),
+    (
+        "CORS-simple text/plain POST of a valid council",
+        "415, no run started",
+        lambda s: [_post(evil_body(), TEXT, 415)],
+    ),
+    (
+        "text/plain form body (name=value inside the JSON)",
+        "415, no run started",
+        lambda s: [_post(FORM, TEXT, 415)],
+    ),
+    (
+        "urlencoded form POST",
+        "415, no run started",
+        lambda s: [_post("request=%7B%7D", URLENCODED, 415)],
+    ),
+]
 
 
-@attack("CORS-simple text/plain POST of a valid council", SECTION)
-def _(w: World) -> Row:
-    failures: list[str] = []
-    with _serving(w, "--yes") as server:
-        got = _send(w, server, "POST", "/v1/councils", evil_body(), headers=TEXT)
-        _expect_status(failures, got, 415, "POST text/plain")
-        _nothing_started(failures, server)
-    return w.row(failures, "415, no run started")
+def _refused(name: str, held: str, probes: Probes) -> None:
+    """Registers the attack ``name``: each of its requests gets its status, and no council
+    starts."""
+
+    @attack(name, SECTION)
+    def _(w: World) -> Row:
+        failures: list[str] = []
+        with _serving(w, "--yes") as server:
+            for method, path, body, headers, status in probes(server):
+                got = _send(w, server, method, path, body, headers=headers)
+                sent = ", ".join(f"{key}: {value}" for key, value in headers.items())
+                _expect_status(failures, got, status, f"{method} {path} ({sent})")
+            _nothing_started(failures, server)
+        return w.row(failures, held)
 
 
-@attack("text/plain form body (name=value inside the JSON)", SECTION)
-def _(w: World) -> Row:
-    failures: list[str] = []
-    form = '{"request": {"id": "evil", "n": 3, "question": "x="}}\r\n'
-    with _serving(w, "--yes") as server:
-        got = _send(w, server, "POST", "/v1/councils", form, headers=TEXT)
-        _expect_status(failures, got, 415, "POST form")
-        _nothing_started(failures, server)
-    return w.row(failures, "415, no run started")
-
-
-@attack("urlencoded form POST", SECTION)
-def _(w: World) -> Row:
-    failures: list[str] = []
-    ctype = {"Content-Type": "application/x-www-form-urlencoded"}
-    with _serving(w, "--yes") as server:
-        got = _send(w, server, "POST", "/v1/councils", "request=%7B%7D", headers=ctype)
-        _expect_status(failures, got, 415, "POST urlencoded")
-        _nothing_started(failures, server)
-    return w.row(failures, "415, no run started")
+for _name, _held, _probes in REFUSED:
+    _refused(_name, _held, _probes)
 
 
 @attack("deep nest: 400,000 x [ as application/json", SECTION)
