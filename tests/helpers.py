@@ -7,11 +7,29 @@ ones a caller's tests use; what is left here is specific to this project's tests
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from rune_council.testing import answer_for, claim
+from tests.fakes.bin import path_with
 
-__all__ = ["PLAN", "QUESTION", "ROLLBACK", "SHARDS", "UNDO", "answer", "claim", "gated_voice"]
+__all__ = [
+    "ASK",
+    "ASK_FLAGS",
+    "PLAN",
+    "QUESTION",
+    "ROLLBACK",
+    "SHARDS",
+    "UNDO",
+    "answer",
+    "claim",
+    "gated_voice",
+    "run_rune",
+    "user_env",
+]
 
 # The tests' historical name for the kit's builder: answer(question, stance, claims, fenced).
 answer = answer_for
@@ -74,9 +92,64 @@ SHARDS = claim(
 )
 
 
+# One ask that sets most of what a caller may set (a template, mode, n, an artifact, rounds
+# and their policy, preferred families, a timeout and a deadline): in the keys every door's
+# parser produces (a JSON body, tool arguments, a batch line), and as the command line
+# spells it, written out by hand so that the spelling itself is what is checked.
+ASK: dict[str, Any] = {
+    "question": QUESTION,
+    "template": "security-review",
+    "mode": "critique",
+    "n": 4,
+    "artifact": "plan.md",
+    "multi_round": {"max_rounds": 2, "on_divergence": "halt"},
+    "prefer": ["google"],
+    "timeout": 60,
+    "deadline": 90,
+}
+ASK_FLAGS = [
+    QUESTION,
+    *("--template", "security-review"),
+    *("--mode", "critique"),
+    *("--n", "4"),
+    *("--artifact", "plan.md"),
+    *("--rounds", "2"),
+    *("--on-divergence", "halt"),
+    *("--prefer", "google"),
+    *("--timeout", "60"),
+    *("--deadline", "90"),
+]
+
+
 def council_result_schema() -> dict[str, Any]:
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "contracts" / "council-result.schema.json"
     schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return schema
+
+
+def user_env(tmp: Path, *, consent: bool = True) -> dict[str, str]:
+    """A user's environment in ``tmp`` and nothing of the test runner's: the fake CLIs in
+    ``tmp/bin`` before the system's tools on PATH, ``tmp`` as HOME and, unless ``consent``
+    is False, consent to the external CLIs given as a non-interactive caller gives it."""
+    env = {"PATH": path_with(tmp / "bin"), "HOME": str(tmp), "LANG": "C.UTF-8"}
+    if consent:
+        env["RUNE_COUNCIL_ALLOW_EXTERNAL"] = "1"
+    return env
+
+
+def run_rune(
+    cwd: Path, env: Mapping[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``rune ARGS`` as a real process in ``cwd`` with exactly ``env``: its text output
+    captured, nothing on its stdin, and ``timeout`` seconds at the most."""
+    return subprocess.run(
+        [sys.executable, "-m", "rune_council.cli", *args],
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )

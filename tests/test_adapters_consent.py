@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rune_council import CouncilOptions, convene
 from tests.fakes.bin import install_fake, path_with
-from tests.helpers import answer, claim
+from tests.helpers import answer, claim, run_rune
 
 Q = "Should we shard the orders table?"
 GOOD = answer(Q, "NO", [claim("The plan has no rollback step")])
@@ -37,15 +37,7 @@ def dispatched(tmp: Path) -> list[str]:
 
 
 def rune(tmp: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", "council", *args],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(tmp, env, "council", *args)
 
 
 def test_without_consent_a_non_interactive_run_is_subagent_only_and_says_so(

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.bin import install_fake, path_with
-from tests.helpers import PLAN
+from tests.fakes.bin import install_fake
+from tests.helpers import PLAN, run_rune, user_env
 
 Q = "Should we shard the orders table?"
 
@@ -47,21 +46,7 @@ GEMINI = f"{GEMINI_ONE}\n\nTo repeat:\n{GEMINI_ONE}\n"
 
 
 def rune(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": path_with(tmp / "bin"),
-        "HOME": str(tmp),
-        "LANG": "C.UTF-8",
-        "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", *args],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(tmp, user_env(tmp), *args)
 
 
 def council(tmp: Path, run_id: str, gemini: str = GEMINI) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import psutil
 from rune_council.batch import read_rows
 from rune_council.testing import answer_for, claim_on
 from tests.fakes.bin import install_fake, path_with
+from tests.helpers import run_rune
 
 PLAN = "1. Drain the old nodes.\n2. Switch traffic in one step.\n3. No rollback step is defined.\n"
 RISK = claim_on(PLAN, 3, "The rollout has no rollback step", name="plan.md", severity="MUST")
@@ -51,15 +52,7 @@ def env(tmp: Path) -> dict[str, str]:
 
 
 def rune(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", "council", "batch", *args],
-        cwd=tmp,
-        env=env(tmp),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(tmp, env(tmp), "council", "batch", *args, timeout=180)
 
 
 def results(tmp: Path) -> Path:

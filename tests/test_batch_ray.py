@@ -7,8 +7,6 @@ import asyncio
 import dataclasses
 import itertools
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from rune_council.batch import Batch, read_rows, run_batch
 from rune_council.runs import load
 from rune_council.runtimes.limits import Limits
 from rune_council.verify import verify
+from tests.helpers import run_rune
 from tests.test_batch import options, questions, voices, write_items
 from tests.test_batch_cli import env, fakes, items, rune
 
@@ -36,15 +35,7 @@ def test_cli_ray_batch_runs_the_clis_on_workers_and_a_local_rerun_keeps_it(
     # module's cluster below exists.
     fakes(tmp_path)
     path = items(tmp_path, 3)
-    out = subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", "council", "batch", str(path), *RAY_FLAGS],
-        cwd=tmp_path,
-        env=env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    out = run_rune(tmp_path, env(tmp_path), "council", "batch", str(path), *RAY_FLAGS, timeout=300)
     assert out.returncode == 0, out.stderr
     printed = [json.loads(line) for line in out.stdout.splitlines()]
     assert sorted(r["id"] for r in printed) == ["b0", "b1", "b2"]

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from rune_council.cli import app
 from tests.fakes.bin import install_fake, path_with
-from tests.helpers import PLAN, answer, claim
+from tests.helpers import PLAN, answer, claim, run_rune, user_env
 
 Q = "Should we shard the orders table?"
 ROLLBACK = claim(
@@ -26,22 +26,7 @@ ROLLBACK = claim(
 def rune(
     tmp: Path, *args: str, env_extra: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": path_with(tmp / "bin"),
-        "HOME": str(tmp),
-        "LANG": "C.UTF-8",
-        "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",  # consent, as a non-interactive caller gives it
-        **(env_extra or {}),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", *args],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(tmp, {**user_env(tmp), **(env_extra or {})}, *args)
 
 
 def fakes(tmp: Path) -> None:

@@ -6,24 +6,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.bin import install_fake, path_with
+from tests.fakes.bin import install_fake
+from tests.helpers import run_rune, user_env
 
 
 def rune(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": path_with(tmp / "bin"), "HOME": str(tmp), "LANG": "C.UTF-8", **extra}
-    return subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", *args],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(tmp, {**user_env(tmp, consent=False), **extra}, *args)
 
 
 def doctor(tmp: Path, **extra: str) -> tuple[int, dict[str, Any]]:

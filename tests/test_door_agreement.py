@@ -23,50 +23,15 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import QUESTION
+from tests.helpers import ASK, ASK_FLAGS
 from tests.test_intake import council_as_seen, env_for, project, recorded, run, rune
 from tests.web.serving import ROOT, serving
-
-# The ask, in the keys every door's parser produces.
-ASK: dict[str, Any] = {
-    "question": QUESTION,
-    "template": "security-review",
-    "mode": "critique",
-    "n": 4,
-    "artifact": "plan.md",
-    "multi_round": {"max_rounds": 2, "on_divergence": "halt"},
-    "prefer": ["google"],
-    "timeout": 60,
-    "deadline": 90,
-}
-# The same ask as the command line spells it.
-FLAGS = [
-    QUESTION,
-    "--template",
-    "security-review",
-    "--mode",
-    "critique",
-    "--n",
-    "4",
-    "--artifact",
-    "plan.md",
-    "--rounds",
-    "2",
-    "--on-divergence",
-    "halt",
-    "--prefer",
-    "google",
-    "--timeout",
-    "60",
-    "--deadline",
-    "90",
-]
 
 Door = Callable[[Path], str]
 
 
 def by_cli(work: Path) -> str:
-    out = rune(work, *FLAGS, "--id", "by-cli", "--yes", "--json")
+    out = rune(work, *ASK_FLAGS, "--id", "by-cli", "--yes", "--json")
     assert out.returncode in (0, 1), out.stderr
     return "by-cli"
 
@@ -114,7 +79,7 @@ def by_mcp(work: Path) -> str:
 
 def by_host(work: Path) -> str:
     # `/rune council <the same flags>` in a host: the line after `council`, as typed.
-    _convene(work, {"arguments": shlex.join([*FLAGS, "--id", "by-host"])})
+    _convene(work, {"arguments": shlex.join([*ASK_FLAGS, "--id", "by-host"])})
     return "by-host"
 
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.fakes.bin import path_with
+from tests.helpers import run_rune, user_env
 
 Q = "Should we shard the orders table?"
 GEMINI_MESSAGE = (
@@ -62,21 +61,7 @@ def install(tmp: Path) -> None:
 
 
 def rune(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": path_with(tmp / "bin"),
-        "HOME": str(tmp),
-        "LANG": "C.UTF-8",
-        "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", *args],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(tmp, user_env(tmp), *args)
 
 
 def test_a_clis_json_error_becomes_a_one_line_reason_and_the_output_is_kept(

@@ -14,6 +14,7 @@ from typing import Any
 from rune_council.evaluation.report import EvalReport
 from rune_council.testing import answer_for, claim
 from tests.fakes.bin import install_fake, path_with
+from tests.helpers import run_rune
 
 SEEDED = 3
 AWAY = 9
@@ -107,15 +108,7 @@ def argv(*args: str) -> list[str]:
 
 
 def rune(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        argv(*args),
-        cwd=tmp,
-        env=env(tmp),
-        capture_output=True,
-        text=True,
-        timeout=240,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(tmp, env(tmp), "council", "eval", *args, timeout=240)
 
 
 def arm(report: EvalReport, name: str) -> Any:

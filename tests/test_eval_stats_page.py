@@ -13,26 +13,18 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from rune_council.analytics.aggregate import Stats
 from rune_council.analytics.evals import MAX_FILE_BYTES, MAX_LINE_BYTES, write_scored
 from rune_council.evaluation.report import EvalReport
 from rune_council.evaluation.stats import ScoredItem, ScoredVoice
+from tests.helpers import run_rune
 from tests.test_eval_cli import dataset, env, fakes
 
 
 def run(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", "council", *args],
-        cwd=tmp,
-        env=env(tmp),
-        capture_output=True,
-        text=True,
-        timeout=240,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(tmp, env(tmp), "council", *args, timeout=240)
 
 
 def stats_json(tmp: Path) -> Stats:

@@ -9,10 +9,11 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import run_rune
 
 ROOT = Path(__file__).resolve().parents[1]
 Q = "Should we shard the orders table?"
@@ -34,15 +35,7 @@ def env_of(tmp: Path) -> dict[str, str]:
 
 
 def rune(tmp: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", *args],
-        cwd=cwd or tmp,
-        env=env_of(tmp),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(cwd or tmp, env_of(tmp), *args)
 
 
 def test_council_help_shows_the_options_of_a_question(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from rune_council.council.intake import (
     prepare,
 )
 from tests.fakes.bin import install_fake, path_with
-from tests.helpers import PLAN, QUESTION, ROLLBACK, UNDO, answer, claim
+from tests.helpers import ASK, ASK_FLAGS, PLAN, QUESTION, ROLLBACK, UNDO, answer, claim
 
 
 def env_for(tmp: Path, **extra: str) -> dict[str, str]:
@@ -127,42 +127,9 @@ def council_as_seen(doc: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_intake_builds_the_council_the_cli_builds_for_the_same_ask(tmp_path: Path) -> None:
     work = project(tmp_path)
-    flags = [
-        QUESTION,
-        "--template",
-        "security-review",
-        "--mode",
-        "critique",
-        "--n",
-        "4",
-        "--artifact",
-        "plan.md",
-        "--rounds",
-        "2",
-        "--on-divergence",
-        "halt",
-        "--prefer",
-        "google",
-        "--timeout",
-        "60",
-        "--deadline",
-        "90",
-        "--yes",
-        "--refresh",  # both probe the CLIs, so neither reads the other's detection
-    ]
-    keys = {
-        "question": QUESTION,
-        "template": "security-review",
-        "mode": "critique",
-        "n": 4,
-        "artifact": "plan.md",
-        "multi_round": {"max_rounds": 2, "on_divergence": "halt"},
-        "prefer": ["google"],
-        "timeout": 60,
-        "deadline": 90,
-        "yes": True,
-        "refresh": True,
-    }
+    # Both probe the CLIs (--refresh), so neither reads the other's detection.
+    flags = [*ASK_FLAGS, "--yes", "--refresh"]
+    keys = {**ASK, "yes": True, "refresh": True}
     by_cli = rune(work, *flags, "--id", "by-cli", "--json")
     assert by_cli.returncode in (0, 1), by_cli.stderr
     by_intake = run(work, "-c", INTAKE_DOOR, json.dumps({**keys, "id": "by-intake"}))

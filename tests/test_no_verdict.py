@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from rune_council import CouncilOptions, convene
+from tests.helpers import run_rune
 
 Q = "Should we shard the orders table?"
 
@@ -33,15 +33,7 @@ def env_of(tmp: Path) -> dict[str, str]:
 
 
 def rune(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", "council", *args],
-        cwd=tmp,
-        env=env_of(tmp),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(tmp, env_of(tmp), "council", *args)
 
 
 def run_file(tmp: Path, run_id: str) -> Path:

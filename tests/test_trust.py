@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.bin import install_fake, path_with
-from tests.helpers import answer, claim
+from tests.helpers import answer, claim, run_rune
 from tests.http_server import OpenAIServer, answering
 
 Q = "Should we shard the orders table?"
@@ -72,15 +72,7 @@ def world(tmp: Path) -> dict[str, str]:
 
 
 def rune(tmp: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rune_council.cli", "council", *args],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_rune(tmp, env, "council", *args)
 
 
 def ran(tmp: Path) -> list[str]:
