@@ -1,7 +1,9 @@
 """The tally's arithmetic at scale; prints the figures.
 
-    python bench/tally.py            # about a minute
-    python bench/tally.py --quick    # skips the 100,000-line process
+    python bench/tally.py                    # a few minutes
+    python bench/tally.py --quick            # one repeat, no n = 400 baseline
+    python bench/tally.py --baseline REV     # the revision the 100,000-line runs are set
+                                             # beside (default 7ca697a)
 
 Ballots are random but seeded (the same transcript every run): each ranker orders a random
 subset of the proposals with occasional ties and a confidence.
@@ -11,16 +13,23 @@ subset of the proposals with occasional ties and a confidence.
    (target 0.5 s). Median and minimum of the repeats.
 2. 100,000 RANK lines (12.6 MB) through a whole ``rune council tally FILE`` process, as text
    and as ``--json`` (about 40 MB and 90 MB printed, to /dev/null): wall time and peak memory
-   (``wait4``), the printed report included. Target: 5 s and 300 MB.
+   (``wait4``), the printed report included. The floor is the same process of the baseline
+   revision (``git archive`` into a temp dir, run with PYTHONPATH), interleaved with the
+   current code in the same run. Target: at most 0.5 x the baseline's time, 200 MB.
 3. The rank stage's design (``@own``: every ranker's own proposal is unseen, so the rankings
    are incomplete) with 50 proposals and 250 to 2,000 rankers: the concordance (W for
    incomplete rankings and every ranker's mean Spearman) and the whole tally. Doubling the
    rankers should about double the time (target: 1,000 rankers within 1 s).
+4. A sparse rank stage: n members each propose one answer (their own, ``@own``) and rank 10
+   of the others, n = 200, 400, 1,000, 2,000; the whole tally in-process, and the exponent
+   fitted to the growth (1 is linear; the baseline's was 3). The baseline revision's time at
+   n = 200 (and 400) is printed beside it. Target: n = 1,000 within 2 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import statistics
@@ -69,6 +78,35 @@ def own_transcript(rankers: int, seed: int = 11) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sparse_transcript(n: int, ballot: int = 10, seed: int = 5) -> str:
+    """``n`` members, each proposing one answer (its own, never shown to it) and ranking
+    ``ballot`` of the others."""
+    rnd = random.Random(seed)
+    labels = [f"p{i}" for i in range(1, n + 1)]
+    lines = ["@phase propose", *(f'm{i} PROPOSE {labels[i]} "answer {i}"' for i in range(n))]
+    lines += ["@phase rank", *(f"@own m{i} {labels[i]}" for i in range(n))]
+    for i in range(n):
+        others = rnd.sample([p for j, p in enumerate(labels) if j != i], min(ballot, n - 1))
+        lines.append(f"m{i} RANK {'>'.join(others)} conf={rnd.choice([0.5, 0.8, 1.0])}")
+    return "\n".join(lines) + "\n"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """The package as it was at ``rev``, extracted with ``git archive`` under ``into``."""
+    archive = subprocess.run(
+        ["git", "archive", rev, "rune_council"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def spread(samples: list[float]) -> str:
+    return f"median {statistics.median(samples):5.2f} s ({min(samples):.2f}-{max(samples):.2f})"
+
+
 def timed(fn: object, repeats: int = REPEATS) -> float:
     return figures(fn, repeats)[0]
 
@@ -83,13 +121,18 @@ def figures(fn: object, repeats: int = REPEATS) -> tuple[float, float]:
     return statistics.median(samples), min(samples)
 
 
-def process(args: list[str]) -> tuple[float, int, int]:
-    """Wall time, peak memory (MB) and exit code of ``python -m rune_council.cli ...``."""
+def process(args: list[str], code: Path | None = None) -> tuple[float, int, int]:
+    """Wall time, peak memory (MB) and exit code of ``python -m rune_council.cli ...``, of
+    the package under ``code`` when given (the baseline), else of this checkout."""
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
     start = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "rune_council.cli", *args],
         stdout=subprocess.DEVNULL,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=code or ROOT,
+        env=env,
     )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
@@ -98,9 +141,18 @@ def process(args: list[str]) -> tuple[float, int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="skip the 100,000-line process")
+    parser.add_argument("--quick", action="store_true", help="one repeat, fewer baselines")
+    parser.add_argument("--repeat", type=int, default=3, help="repeats of each process")
+    parser.add_argument("--baseline", default="7ca697a", help="revision to compare with")
     args = parser.parse_args()
+    repeat = 1 if args.quick else args.repeat
+    with tempfile.TemporaryDirectory() as tmp:
+        measure(args.quick, repeat, args.baseline, Path(tmp))
 
+
+def measure(quick: bool, repeat: int, baseline: str, tmp: Path) -> None:
+    (tmp / "baseline").mkdir()
+    old = checkout(baseline, tmp / "baseline")
     text = transcript()
     parsed = parse(text)
     report = tally(parsed)
@@ -123,17 +175,28 @@ def main() -> None:
         f"winner {report.winner}, {len(report.dissenters)} dissenting ranker(s); target 500 ms"
     )
 
-    if not args.quick:
-        with tempfile.TemporaryDirectory() as tmp:
-            big = Path(tmp) / "ranks.txt"
-            big.write_text(transcript(rankers=100_000))
-            size = big.stat().st_size / 1e6
-            print(f"2. 100000 RANK lines ({size:.1f} MB), a whole `rune council tally` process")
-            for extra in ([], ["--json"]):
-                wall, peak, code = process(["council", "tally", str(big), *extra])
-                shown = " ".join(["rune council tally FILE", *extra])
-                print(f"   {shown:<30} {wall:5.2f} s, peak {peak} MB, exit {code}")
-            print("   target: 5 s and 300 MB")
+    big = tmp / "ranks.txt"
+    big.write_text(transcript(rankers=100_000))
+    size = big.stat().st_size / 1e6
+    print(
+        f"2. 100000 RANK lines ({size:.1f} MB), a whole `rune council tally` process, "
+        f"{repeat} repeat(s) interleaved with {baseline}"
+    )
+    for extra in ([], ["--json"]):
+        now: list[float] = []
+        then: list[float] = []
+        peaks: list[int] = []
+        for _ in range(repeat):
+            wall, _, _ = process(["council", "tally", str(big), *extra], old)
+            then.append(wall)
+            wall, peak, code = process(["council", "tally", str(big), *extra])
+            now.append(wall)
+            peaks.append(peak)
+        ratio = statistics.median(now) / statistics.median(then)
+        shown = " ".join(["rune council tally FILE", *extra])
+        print(f"   {shown:<30} {spread(now)}, peak {max(peaks)} MB, exit {code}")
+        print(f"   {'  ' + baseline:<30} {spread(then)}")
+        print(f"   {'  ratio':<30} x{ratio:.2f} (target x0.50, peak 200 MB)")
 
     print(f"3. @own (incomplete rankings), {PROPOSALS} proposals")
     for count in (250, 500, 1000, 2000):
@@ -154,6 +217,39 @@ def main() -> None:
             f" (W = {full.consensus.w})"
         )
     print("   target: 1,000 rankers within 1 s; doubling the rankers about doubles the time")
+
+    print("4. sparse rank stage: n members, each owns one answer and ranks 10 of the others")
+    sizes = (200, 400, 1000, 2000)
+    times: list[float] = []
+    for n in sizes:
+        parsed = parse(sparse_transcript(n))
+        times.append(figures(lambda p=parsed: tally(p), 1 if n > 1000 else repeat)[0])
+    for n, seconds in zip(sizes, times, strict=True):
+        print(f"   n = {n:>5}: whole tally {seconds:6.2f} s")
+    xs = [math.log(n) for n in sizes]
+    ys = [math.log(t) for t in times]
+    mx, my = statistics.mean(xs), statistics.mean(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
+    print(f"   growth: time ~ n^{slope:.2f} (1 is linear); target: n = 1,000 within 2 s")
+    for n in (200,) if quick else (200, 400):
+        code = (
+            "import sys, time; sys.path.insert(0, sys.argv[1]); import tally as bench; "
+            "from rune_council.deliberation.dsl import parse; "
+            "from rune_council.deliberation.tally import tally; "
+            f"p = parse(bench.sparse_transcript({n})); t = time.perf_counter(); tally(p); "
+            "print(time.perf_counter() - t)"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(Path(__file__).parent)],
+            env={**os.environ, "PYTHONPATH": str(old)},
+            cwd=old,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        print(f"   n = {n:>5}, {baseline}: whole tally {float(out.stdout):6.2f} s")
 
 
 if __name__ == "__main__":

@@ -96,6 +96,10 @@ def place(ballot: Ballot, index: Mapping[str, int], n: int) -> Placed:
     except KeyError:
         known = [kept for level in ballot if (kept := [x for x in level if x in index])]
         return place(known, index, n)
+    at = len(items)
+    rest = n - at
+    if at == len(ballot) and 0 not in map(len, ballot):  # no ties: places 1, 2, 3, ...
+        return Placed(items, range(2, 2 * at + 1, 2), at + n + 1, rest, rest**3 - rest)
     doubled: list[int] = []
     ties = 0
     at = 0
@@ -108,7 +112,6 @@ def place(ballot: Ballot, index: Mapping[str, int], n: int) -> Placed:
             doubled += [2 * at + size + 1] * size
             ties += size**3 - size
             at += size
-    rest = n - at
     if rest > 1:
         ties += rest**3 - rest
     return Placed(items, doubled, 2 * at + rest + 1, rest, ties)

@@ -438,21 +438,26 @@ def _plain_rank(
     speaker, raw, conf_text = match.groups()
     if speaker in VERBS:
         return None  # "RANK RANK ..." is read by the full parser (and refused there)
-    ballot: list[tuple[str, ...]] = []
-    count = 0
-    for part in raw.split(">"):
-        level = levels.get(part)
-        if level is None:
-            level = levels[part] = tuple(sys.intern(x) for x in part.split("="))
-        ballot.append(level)
-        count += len(level)
+    parts = raw.split(">")
+    # One lookup per level, in one pass of builtins: a tally of 100,000 ballots reads each
+    # level text from the shared table, and only a level not seen before is split.
+    try:
+        ballot = tuple(map(levels.__getitem__, parts))
+    except KeyError:
+        for part in parts:
+            if part not in levels:
+                levels[part] = tuple(sys.intern(x) for x in part.split("="))
+        ballot = tuple(map(levels.__getitem__, parts))
     conf = None
     if conf_text is not None:
         conf = float(conf_text)
         if conf > 1.0:
             return None
-    if count > 1 and len({x for level in ballot for x in level}) != count:
-        return None  # a label named twice: the full parser says so
+    if "=" not in raw:
+        if len(set(parts)) != len(parts):
+            return None  # a label named twice: the full parser says so
+    elif len(labels := [x for level in ballot for x in level]) != len(set(labels)):
+        return None
     return Move(
         line=line_no,
         text=text,
@@ -461,7 +466,7 @@ def _plain_rank(
         phase=phase,
         args=(raw,),
         conf=conf,
-        ballot=tuple(ballot),
+        ballot=ballot,
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from ..core.contract import (
     BlockedProposal,
@@ -97,28 +98,36 @@ class TallyParts:
     def rankers(self) -> Iterator[RankerDetail]:
         """Every ranker's detail, in line order, as ``tally`` reports them."""
         active = self._active
+        new = RankerDetail.__new__
+        put = object.__setattr__
         for c in self._counted:
             table = self._tables[c.conf]
-            detail = RankerDetail(
-                ranker=c.ranker,
-                line=c.line,
-                ballot=c.ballot,
-                conf=c.conf,
-                points={},
-                mean_spearman=c.mean,
-                dissenting=c.dissenting,
+            # Built here from labels and floats the tally made itself; validating 100,000
+            # such records again cost more than the rest of the tally. Set the way pydantic's
+            # own model_construct sets them, every field given, sharing one record of that.
+            detail = new(RankerDetail)
+            put(
+                detail,
+                "__dict__",
+                {
+                    "ranker": c.ranker,
+                    "line": c.line,
+                    "ballot": c.ballot,
+                    "conf": c.conf,
+                    "points": dict(
+                        zip(
+                            map(active.__getitem__, c.row.items),
+                            map(table.__getitem__, c.row.doubled),
+                            strict=True,
+                        )
+                    ),
+                    "mean_spearman": c.mean,
+                    "dissenting": c.dissenting,
+                },
             )
-            # Built here from labels and floats; validating 10,000 such dicts again costs more
-            # than the rest of the tally. Every detail has every field set, so they share one
-            # record of that instead of a set each (pydantic's own model_construct does too).
-            detail.points = dict(
-                zip(
-                    map(active.__getitem__, c.row.items),
-                    map(table.__getitem__, c.row.doubled),
-                    strict=True,
-                )
-            )
-            object.__setattr__(detail, "__pydantic_fields_set__", _ALL_SET)
+            put(detail, "__pydantic_fields_set__", _ALL_SET)
+            put(detail, "__pydantic_extra__", None)
+            put(detail, "__pydantic_private__", None)
             yield detail
 
     def whole(self) -> TallyReport:
@@ -423,6 +432,10 @@ def _synth(moves: Sequence[Move]) -> SynthMove | None:
 
 
 def _first_unknown(m: Move, known: set[str]) -> str | None:
+    if known.issuperset(chain.from_iterable(m.ballot)):
+        if m.verb in ("CRITIQUE", "REVISE", "REQUIRE", "CLAIM") and m.target:
+            return None if m.target in known else m.target
+        return None
     for level in m.ballot:
         for x in level:
             if x not in known:
