@@ -7,45 +7,16 @@ outside the server, and stay readable at phone width. Screenshots go to test-out
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.helpers import PLAN, QUESTION, ROLLBACK, answer, claim
+from tests.web.chromium import SHOTS
 from tests.web.serving import install_voices, serving
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = ROOT / "test-output" / "web"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ARTIFACT = {"name": "plan.md", "text": PLAN}
 XSS_STANCE = '<img src=x onerror="window.__xss=1">NO'
 XSS_CLAIM = "<script>window.__xss=2</script>Rollback is <b>missing</b>"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        subprocess.run(["bash", str(Path(__file__).with_name("install.sh"))], check=True)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def test_a_council_unfolds_live_in_the_browser(tmp_path: Path, browser: Any) -> None:

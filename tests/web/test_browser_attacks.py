@@ -11,7 +11,6 @@ which must still sign in from the printed link and show the run.
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -22,35 +21,17 @@ from typing import Any
 import pytest
 
 from tests.helpers import QUESTION
+from tests.web.chromium import launched
 from tests.web.serving import Server, free_port, install_voices, serving
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    # The rebinding page's name, answered without any resolver leaving the machine.
-    "--host-resolver-rules=MAP attacker.example 127.0.0.1",
-]
 SECRET = "SECRET-PLAN-b7d20a"
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        subprocess.run(["bash", str(Path(__file__).with_name("install.sh"))], check=True)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    # The rebinding page's name, answered without any resolver leaving the machine.
+    with launched("--host-resolver-rules=MAP attacker.example 127.0.0.1") as chromium:
+        yield chromium
 
 
 class _Page(BaseHTTPRequestHandler):

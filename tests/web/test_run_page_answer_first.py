@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from tests.web import planted_runs
+from tests.web.chromium import SHOTS
 from tests.web.serving import Server, serving
-from tests.web.test_browser import SHOTS, browser  # noqa: F401  (the module's fixture)
 
 WIDTHS = {"desktop": 1280, "phone": 375}
 
@@ -48,7 +48,7 @@ class Opened:
         self.page.close()
 
 
-def open_page(browser: Any, server: Server, path: str, width: int) -> Opened:  # noqa: F811
+def open_page(browser: Any, server: Server, path: str, width: int) -> Opened:
     opened = Opened(browser.new_page(viewport={"width": width, "height": 900}), width)
     opened.page.on(
         "request",
@@ -83,7 +83,7 @@ def in_order(page: Any, *selectors: str) -> bool:
 @pytest.mark.parametrize("kind", list(WIDTHS))
 def test_mid_round_the_page_shows_the_round_and_no_verdict(
     server: Server,
-    browser: Any,  # noqa: F811
+    browser: Any,
     kind: str,
 ) -> None:
     on_disk = server.run_file("midround")
@@ -110,7 +110,7 @@ def test_mid_round_the_page_shows_the_round_and_no_verdict(
 @pytest.mark.parametrize("kind", list(WIDTHS))
 def test_a_finished_run_leads_with_the_stamp_and_bottom_line_then_dissent_by_kind(
     server: Server,
-    browser: Any,  # noqa: F811
+    browser: Any,
     kind: str,
 ) -> None:
     on_disk = server.run_file("demo")
@@ -159,7 +159,7 @@ def test_a_finished_run_leads_with_the_stamp_and_bottom_line_then_dissent_by_kin
 @pytest.mark.parametrize("kind", list(WIDTHS))
 def test_halted_empty_and_partial_runs_say_so_beside_the_stamp(
     server: Server,
-    browser: Any,  # noqa: F811
+    browser: Any,
     kind: str,
 ) -> None:
     opened = open_page(browser, server, "/runs/halted", WIDTHS[kind])
@@ -194,7 +194,7 @@ def test_halted_empty_and_partial_runs_say_so_beside_the_stamp(
 @pytest.mark.parametrize("kind", list(WIDTHS))
 def test_the_list_marks_halted_and_empty_runs(
     server: Server,
-    browser: Any,  # noqa: F811
+    browser: Any,
     kind: str,
 ) -> None:
     listed = {r["id"]: r for r in server.client.get("/v1/councils?limit=100").json()["items"]}

@@ -3,37 +3,21 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.stats_history import build_history
+from tests.web.chromium import SHOTS
 from tests.web.serving import serving
-from tests.web.test_browser import CHROMIUM, FLAGS, SHOTS
 
 HOSTILE = '<img src=x onerror="window.__xss=1">famly'
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        subprocess.run(["bash", str(Path(__file__).with_name("install.sh"))], check=True)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 def test_the_stats_page_shows_tables_and_pictures_and_runs_no_markup(
-    tmp_path: Path, chromium: Any
+    tmp_path: Path, browser: Any
 ) -> None:
     pytest.importorskip("matplotlib")
     rune = build_history(tmp_path / ".rune")
@@ -44,7 +28,7 @@ def test_the_stats_page_shows_tables_and_pictures_and_runs_no_markup(
     path.write_text(json.dumps(doc))
     SHOTS.mkdir(parents=True, exist_ok=True)
     with serving(tmp_path) as server:
-        page = chromium.new_page(viewport={"width": 1100, "height": 900})
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
         outside: list[str] = []
         page.on(
             "request",
