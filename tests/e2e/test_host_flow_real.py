@@ -18,6 +18,7 @@ result or with an instruction for the user, never with an empty council.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -27,10 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
-from tests.e2e.clis import INSTALL_HINT, STUB_MODEL, cli_environment, node_bin_dir
+from tests.e2e.clis import INSTALL_HINT, cli_environment, node_bin_dir
 from tests.e2e.model_server import ANTHROPIC, GEMINI, ModelServer, RecordedRequest, ToolCall
 from tests.e2e.test_install_host_real import (
     _arguments,
@@ -41,15 +41,17 @@ from tests.e2e.test_install_host_real import (
     _gemini_tools,
     _install,
     _model_requests,
+    _project,
+    _run_claude,
+    _run_file,
+    _run_gemini,
+    _voices,
 )
-from tests.fakes.bin import install_fake, path_with
-from tests.helpers import PLAN, ROLLBACK, SHARDS, UNDO, answer
+from tests.fakes.bin import path_with
 from tests.host_flow import consent_on_a_terminal, subagent_reply
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
-REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((REPO / "contracts" / "council-result.schema.json").read_text())
 QUESTION = "Is the sharding plan in plan.md safe to run as written?"
 FINAL = "Done: I reported what the council said."
 
@@ -134,31 +136,6 @@ def _payload(text: str) -> Any:
         return _work_from_text(text) or text
 
 
-def _voices(tmp_path: Path, *, codex_fails: bool = False, argv_log: Path | None = None) -> Path:
-    voices = tmp_path / "voices"
-    log = {"argv_log": str(argv_log)} if argv_log is not None else {}
-    install_fake(voices, "claude", answer=answer(QUESTION, "NO", [ROLLBACK]), **log)
-    codex = {"mode": "crash"} if codex_fails else {}
-    install_fake(voices, "codex", answer=answer(QUESTION, "NO", [UNDO]), **codex, **log)
-    install_fake(voices, "gemini", answer=answer(QUESTION, "YES", [SHARDS]), **log)
-    return voices
-
-
-def _project(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "plan.md").write_text(PLAN, encoding="utf-8")
-    return project
-
-
-def _run_file(project: Path, run_id: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(
-        (project / ".rune" / "council" / f"run-{run_id}.json").read_text(encoding="utf-8")
-    )
-    jsonschema.validate(doc, SCHEMA)
-    return doc
-
-
 # --------------------------------------------------------------------------- the hosts
 
 
@@ -192,23 +169,6 @@ def _claude_turns(body: dict[str, Any], model: ScriptedModel) -> tuple[str | Non
     return _arguments(_claude_text(body)), seen
 
 
-def _run_claude(project: Path, env: dict[str, str], typed: str) -> subprocess.CompletedProcess[str]:
-    claude = node_bin_dir() / "claude"
-    # Print mode connects MCP servers in the background unless told to wait for them.
-    env = {**env, "MCP_CONNECTION_NONBLOCKING": "0"}
-    return subprocess.run(
-        [str(claude), "-p", "--model", STUB_MODEL, "--output-format", "json", typed],
-        cwd=project,
-        env=env,
-        # In print mode claude appends whatever its stdin holds to the prompt: give it
-        # nothing, whatever the test runner's own stdin is.
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-
-
 def _gemini_turns(body: dict[str, Any], model: ScriptedModel) -> tuple[str | None, list[Turn]]:
     if model.convene not in _gemini_tools(body):
         return None, []
@@ -228,27 +188,13 @@ def _gemini_turns(body: dict[str, Any], model: ScriptedModel) -> tuple[str | Non
     return _arguments(text), seen
 
 
-def _run_gemini(project: Path, env: dict[str, str], typed: str) -> subprocess.CompletedProcess[str]:
-    gemini, node = node_bin_dir() / "gemini", shutil.which("node")
-    assert node is not None
-    return subprocess.run(
-        [node, str(gemini), "-o", "json", "--skip-trust", "-p", typed],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,  # as for claude: no stdin reaches the prompt
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-
-
 HOSTS = {
     "claude": Host(
         "claude",
         "mcp__council__convene",
         "mcp__council__submit_answers",
         ANTHROPIC,
-        _run_claude,
+        functools.partial(_run_claude, timeout=240),
         _claude_turns,
     ),
     "gemini": Host(
@@ -256,7 +202,7 @@ HOSTS = {
         "mcp_council_convene",
         "mcp_council_submit_answers",
         GEMINI,
-        _run_gemini,
+        functools.partial(_run_gemini, timeout=240),
         _gemini_turns,
     ),
 }
@@ -326,7 +272,7 @@ def test_a_fresh_project_asks_the_user_then_convenes_with_a_fallback_slot(
     host = _host(name)
     project = _project(tmp_path)
     argv_log = tmp_path / "argv.log"
-    voices = _voices(tmp_path, codex_fails=True, argv_log=argv_log)
+    voices = _voices(tmp_path, QUESTION, codex_fails=True, argv_log=argv_log)
     with ModelServer(keep_bodies=True) as server:
         env = _host_env(tmp_path, server, host, path_with(voices))
         _install(host.name, env)

@@ -69,11 +69,21 @@ def _tool_arguments(arguments: str) -> dict[str, Any]:
     return {"arguments": rest}
 
 
-def _voices(tmp_path: Path) -> Path:
+def _voices(
+    tmp_path: Path,
+    question: str = QUESTION,
+    *,
+    codex_fails: bool = False,
+    argv_log: Path | None = None,
+) -> Path:
+    """Fake claude, codex and gemini answering ``question`` (NO, NO, YES): the council the
+    host's MCP server runs. ``argv_log`` records each one's command line."""
     voices = tmp_path / "voices"
-    install_fake(voices, "claude", answer=answer(QUESTION, "NO", [ROLLBACK]))
-    install_fake(voices, "codex", answer=answer(QUESTION, "NO", [UNDO]))
-    install_fake(voices, "gemini", answer=answer(QUESTION, "YES", [SHARDS]))
+    log = {"argv_log": str(argv_log)} if argv_log is not None else {}
+    install_fake(voices, "claude", answer=answer(question, "NO", [ROLLBACK]), **log)
+    codex = {"mode": "crash"} if codex_fails else {}
+    install_fake(voices, "codex", answer=answer(question, "NO", [UNDO]), **codex, **log)
+    install_fake(voices, "gemini", answer=answer(question, "YES", [SHARDS]), **log)
     return voices
 
 
@@ -106,10 +116,17 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
-def _check_the_run(project: Path, tmp_path: Path) -> dict[str, Any]:
-    run_file = project / ".rune" / "council" / f"run-{RUN_ID}.json"
-    doc: dict[str, Any] = json.loads(run_file.read_text(encoding="utf-8"))
+def _run_file(project: Path, run_id: str) -> dict[str, Any]:
+    """The run file the council wrote in ``project``, checked against the published schema."""
+    doc: dict[str, Any] = json.loads(
+        (project / ".rune" / "council" / f"run-{run_id}.json").read_text(encoding="utf-8")
+    )
     jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+def _check_the_run(project: Path, tmp_path: Path) -> dict[str, Any]:
+    doc = _run_file(project, RUN_ID)
     assert doc["status"] == "complete" and doc["decorrelation"] == "MULTI_FAMILY"
     assert doc["request"]["question"] == QUESTION  # every quote, `$(`, backtick as typed
     assert doc["request"]["mode"] == "critique"  # the user's own option over the template's
@@ -164,6 +181,26 @@ def _claude_tools(body: dict[str, Any]) -> set[str]:
     return {t.get("name") for t in body.get("tools", [])}
 
 
+def _run_claude(
+    project: Path, env: dict[str, str], typed: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The real claude in print mode, given ``typed`` as the user's prompt."""
+    claude = node_bin_dir() / "claude"
+    # Print mode connects MCP servers in the background unless told to wait for them.
+    env = {**env, "MCP_CONNECTION_NONBLOCKING": "0"}
+    return subprocess.run(
+        [str(claude), "-p", "--model", STUB_MODEL, "--output-format", "json", typed],
+        cwd=project,
+        env=env,
+        # In print mode claude appends whatever its stdin holds to the prompt: give it
+        # nothing, whatever the test runner's own stdin is.
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 @pytest.mark.parametrize("scope", ["user", "project"])
 def test_claude_slash_command_convenes_the_council_through_the_installed_server(
     tmp_path: Path, scope: str
@@ -192,19 +229,7 @@ def test_claude_slash_command_convenes_the_council_through_the_installed_server(
         assert usage in installed
         where = project if scope == "project" else Path(env["HOME"])
         assert (where / ".claude" / "commands" / "rune.md").is_file()
-        # Print mode connects MCP servers in the background unless told to wait for them.
-        env["MCP_CONNECTION_NONBLOCKING"] = "0"
-        out = subprocess.run(
-            [str(claude), "-p", "--model", STUB_MODEL, "--output-format", "json", TYPED],
-            cwd=project,
-            env=env,
-            # In print mode claude appends whatever its stdin holds to the prompt: give it
-            # nothing, whatever the test runner's own stdin is.
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        out = _run_claude(project, env, TYPED)
         requests = _model_requests(server, ANTHROPIC)
 
     assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
@@ -245,6 +270,23 @@ def _gemini_results(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [p["functionResponse"] for p in _gemini_parts(body) if "functionResponse" in p]
 
 
+def _run_gemini(
+    project: Path, env: dict[str, str], typed: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The real Gemini CLI headless, given ``typed`` as the user's prompt."""
+    gemini, node = node_bin_dir() / "gemini", shutil.which("node")
+    assert node is not None
+    return subprocess.run(
+        [node, str(gemini), "-o", "json", "--skip-trust", "-p", typed],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,  # as for claude: no stdin reaches the prompt
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def test_gemini_slash_command_convenes_the_council_through_the_installed_server(
     tmp_path: Path,
 ) -> None:
@@ -274,15 +316,7 @@ def test_gemini_slash_command_convenes_the_council_through_the_installed_server(
         users_own["security"]["environmentVariableRedaction"] = {"allowed": ["OPENAI_API_KEY"]}
         settings.write_text(json.dumps(users_own))
         _install("gemini", env)
-        out = subprocess.run(
-            [node, str(gemini), "-o", "json", "--skip-trust", "-p", TYPED],
-            cwd=project,
-            env=env,
-            stdin=subprocess.DEVNULL,  # as for claude: no stdin reaches the prompt
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        out = _run_gemini(project, env, TYPED)
         requests = _model_requests(server, GEMINI)
 
     assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
