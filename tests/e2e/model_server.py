@@ -495,126 +495,72 @@ class _Handler(BaseHTTPRequestHandler):
         script = self.model_server.tool_calls.get(ANTHROPIC)
         call = script(body) if script is not None else None
         if call is not None:
-            self._anthropic_tool_use(call, message_id, model, stream, input_tokens)
+            block = {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+            self._anthropic_reply(
+                message_id,
+                model,
+                stream,
+                block,
+                {**block, "input": {}},
+                [
+                    {"type": "input_json_delta", "partial_json": piece}
+                    for piece in _chunks(json.dumps(call.arguments))
+                ],
+                "tool_use",
+                {"input_tokens": input_tokens, "output_tokens": 10},
+            )
             return
         answer = self.model_server.answer_for(ANTHROPIC, prompt)
-        output_tokens = _token_count(answer)
-        if not stream:
-            self._send_json(
-                200,
-                {
-                    "id": message_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [{"type": "text", "text": answer}],
-                    "stop_reason": "end_turn",
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-                },
-            )
-            return
-        self._start_stream()
-        self._sse(
-            {
-                "type": "message_start",
-                "message": {
-                    "id": message_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": input_tokens, "output_tokens": 1},
-                },
-            },
-            "message_start",
+        self._anthropic_reply(
+            message_id,
+            model,
+            stream,
+            {"type": "text", "text": answer},
+            {"type": "text", "text": ""},
+            [{"type": "text_delta", "text": piece} for piece in _chunks(answer)],
+            "end_turn",
+            {"input_tokens": input_tokens, "output_tokens": _token_count(answer)},
         )
-        self._sse(
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-            "content_block_start",
-        )
-        for piece in _chunks(answer):
-            self._sse(
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "text_delta", "text": piece},
-                },
-                "content_block_delta",
-            )
-        self._sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
-        self._sse(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-            },
-            "message_delta",
-        )
-        self._sse({"type": "message_stop"}, "message_stop")
-        self._end_stream()
 
-    def _anthropic_tool_use(
-        self, call: ToolCall, message_id: str, model: str, stream: bool, input_tokens: int
+    def _anthropic_reply(
+        self,
+        message_id: str,
+        model: str,
+        stream: bool,
+        block: dict[str, Any],
+        opening: dict[str, Any],
+        deltas: list[dict[str, Any]],
+        stop_reason: str,
+        usage: dict[str, int],
     ) -> None:
-        block = {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
-        usage = {"input_tokens": input_tokens, "output_tokens": 10}
+        """An assistant message of one content block (text or a tool call): whole, or as the
+        events the Messages API streams, where ``opening`` starts the block and ``deltas``
+        fill it in."""
+        message = {"id": message_id, "type": "message", "role": "assistant", "model": model}
         if not stream:
-            self._send_json(
-                200,
-                {
-                    "id": message_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [block],
-                    "stop_reason": "tool_use",
-                    "stop_sequence": None,
-                    "usage": usage,
-                },
-            )
+            reply = {"content": [block], "stop_reason": stop_reason, "stop_sequence": None}
+            self._send_json(200, {**message, **reply, "usage": usage})
             return
         self._start_stream()
+        started: dict[str, Any] = {"content": [], "stop_reason": None, "stop_sequence": None}
+        first = {"input_tokens": usage["input_tokens"], "output_tokens": 1}
         self._sse(
-            {
-                "type": "message_start",
-                "message": {
-                    "id": message_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": input_tokens, "output_tokens": 1},
-                },
-            },
+            {"type": "message_start", "message": {**message, **started, "usage": first}},
             "message_start",
         )
         self._sse(
-            {"type": "content_block_start", "index": 0, "content_block": {**block, "input": {}}},
+            {"type": "content_block_start", "index": 0, "content_block": opening},
             "content_block_start",
         )
-        for piece in _chunks(json.dumps(call.arguments)):
+        for delta in deltas:
             self._sse(
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "input_json_delta", "partial_json": piece},
-                },
-                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"
             )
         self._sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
         self._sse(
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
                 "usage": usage,
             },
             "message_delta",
