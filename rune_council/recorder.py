@@ -1,5 +1,12 @@
 """The run-file edge: each state of a run becomes one atomic rewrite of ``run-<id>.json``.
 
+The artifact is not part of those rewrites (contract 2.8): it is written once, before the
+first version that needs it, to ``run-<id>.artifact`` beside the run file, and each version
+records only its length and sha256 (``artifact_file``). A council rewrites its file a dozen
+times or more, so an artifact copied into each version made its writes grow with artifact
+size times transitions; now they grow with artifact size plus answers. The result the
+council returns keeps carrying the text: only what goes to disk leaves it out.
+
 It is also the last net under every redaction upstream. Each state is scrubbed of the
 secrets in play (``runtimes.base.secrets_in_play``) in place before it is written, so the
 result a door prints or returns (``--json``, the markdown, an MCP result, the HTTP API),
@@ -9,10 +16,13 @@ result that did not come from this process's council.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import threading
 from pathlib import Path
 
-from .core.contract import ENDED_STATUSES, CouncilResult
+from .core.contract import ENDED_STATUSES, ArtifactFile, CouncilResult
 from .core.redaction import Redactor, redact_model
 from .core.safetext import mask_url_credentials
 from .files import atomic_write_bytes
@@ -23,6 +33,14 @@ from .runtimes.base import secrets_in_play
 # Every other one is superseded within seconds and skips the fsync, which costs more than
 # all the rest of a rewrite.
 FINAL_STATUSES: frozenset[str] = ENDED_STATUSES
+ARTIFACT_SUFFIX = ".artifact"
+
+
+def artifact_sidecar(run_file: Path) -> Path:
+    """Where the run at ``run_file`` keeps its artifact: beside it, named after the run file
+    alone (``run-<id>.json`` -> ``run-<id>.artifact``). Nothing written inside a run file
+    decides the name, so a planted file cannot point a reader at another path."""
+    return run_file.with_name(run_file.name.removesuffix(".json") + ARTIFACT_SUFFIX)
 
 
 # One redactor for the secrets in play, replaced when they change: it remembers which
@@ -43,19 +61,83 @@ def scrubbed(result: CouncilResult) -> CouncilResult:
 
 
 class RunRecorder:
-    """Turns each state of a run into one atomic rewrite of ``run-<id>.json``."""
+    """Turns each state of a run into one atomic rewrite of ``run-<id>.json``, and its
+    artifact into one write of ``run-<id>.artifact``.
+
+    ``writes`` counts the run-file versions, ``bytes_written`` every byte put on disk (the
+    versions and the sidecar): what a caller reads to see that a run's writes stay
+    proportional to its artifact plus its answers.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.sidecar = artifact_sidecar(path)
         self.writes = 0
+        self.bytes_written = 0
+        # The text the sidecar was written from and the record of it. Checked by identity
+        # first: the council hands the same string object to every write.
+        self._stored: tuple[str, ArtifactFile] | None = None
+        self._started = False
         self._lock = threading.Lock()
 
     def write(self, result: CouncilResult) -> None:
         # A last net under every redaction upstream: no secret in play and no URL
         # credential reaches the file, nor the door that prints this object.
-        text = mask_url_credentials(scrubbed(result).model_dump_json(indent=2))
-        payload = text.encode("utf-8") + b"\n"
+        scrubbed(result)
         with self._lock:
+            document = self._document(result)
+            text = mask_url_credentials(document.model_dump_json(indent=2))
+            payload = text.encode("utf-8") + b"\n"
             durable = result.status in FINAL_STATUSES or not self.path.exists()
             atomic_write_bytes(self.path, payload, durable=durable)
             self.writes += 1
+            self.bytes_written += len(payload)
+
+    def _document(self, result: CouncilResult) -> CouncilResult:
+        """What goes to disk: ``result`` with its artifact replaced by the sidecar's record.
+
+        A shallow copy, so the caller's object (which a door prints) keeps the text."""
+        first, self._started = not self._started, True
+        request = result.request
+        given = request.artifact.text if request.artifact is not None else None
+        text = result.artifact_text if result.artifact_text is not None else given
+        record = result.artifact_file
+        if text is None and record is not None:
+            # Read from a file whose sidecar could not be put back: the file's own record
+            # and sidecar stay as they are, so writing it again loses nothing.
+            inline = record.inline
+        elif text is None:
+            if first:
+                # A sidecar left by an earlier run of this id describes nothing now.
+                with contextlib.suppress(OSError):
+                    os.unlink(self.sidecar)
+            return result
+        else:
+            inline = given is not None and (given is text or given == text)
+            record = self._store(text, inline)
+        if inline and request.artifact is not None:
+            # Empty, not null: the file on its own still validates as a request.
+            artifact = request.artifact.model_copy(update={"text": ""})
+            request = request.model_copy(update={"artifact": artifact})
+        return result.model_copy(
+            update={"artifact_text": None, "artifact_file": record, "request": request}
+        )
+
+    def _store(self, text: str, inline: bool) -> ArtifactFile:
+        """The sidecar's record, writing the sidecar first when this text is not in it yet
+        (the first write of the run, or a redaction that changed the text since)."""
+        stored = self._stored
+        if stored is not None and (stored[0] is text or stored[0] == text):
+            record = stored[1]
+            return (
+                record if record.inline == inline else record.model_copy(update={"inline": inline})
+            )
+        data = mask_url_credentials(text).encode("utf-8", errors="replace")
+        record = ArtifactFile(
+            sha256=hashlib.sha256(data).hexdigest(), bytes=len(data), inline=inline
+        )
+        # Durable: the first version of the run file, which survives a crash, refers to it.
+        atomic_write_bytes(self.sidecar, data, durable=True)
+        self.bytes_written += len(data)
+        self._stored = (text, record)
+        return record

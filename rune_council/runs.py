@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import hashlib
 import os
 import socket
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from .safefile import NotRegularFile, is_plain_file, is_symlink, read_capped
 
 if TYPE_CHECKING:
     # A listing answered by its index never builds the contract's models; ``load`` does.
-    from .core.contract import CouncilResult, Orchestrator
+    from .core.contract import ArtifactFile, CouncilResult, Orchestrator
 
 # Six missed heartbeats (they come every 5 s) before a run on another host counts as gone.
 REMOTE_STALE_AFTER_S = 30.0
@@ -95,8 +96,17 @@ def read_bytes(path: Path) -> bytes:
     return raw
 
 
-def load(path: Path) -> CouncilResult:
-    """Parse a run file; every failure is one ``RunFileError`` line saying what is wrong."""
+def load(path: Path, *, artifact: bool = True) -> CouncilResult:
+    """Parse a run file; every failure is one ``RunFileError`` line saying what is wrong.
+
+    A file that keeps its artifact in a sidecar (2.8) gets it back from there, checked
+    against the length and digest the file records, so every reader sees the artifact where
+    an older file had it inline. ``artifact=False`` skips that read, for readers that never
+    look at the artifact and read the file again at each change (``watch``, the event
+    stream, ``list``). A sidecar that is missing or does not match leaves the artifact out,
+    says so in one note and in ``artifact_problem`` (which ``verify`` reports); the rest of
+    the run is still read.
+    """
     from .core.contract import CouncilResult
 
     raw = read_bytes(path)
@@ -104,8 +114,9 @@ def load(path: Path) -> CouncilResult:
         data = safejson.loads(raw, max_bytes=MAX_RUN_FILE_BYTES, what=str(path))
     except safejson.UnreadableJSON as exc:
         raise RunFileError(f"{path} is not JSON we can read: {exc}") from None
+    problem = _put_back_artifact(data, path, read=artifact)
     try:
-        return CouncilResult.model_validate(data)
+        result = CouncilResult.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "document"
@@ -113,6 +124,67 @@ def load(path: Path) -> CouncilResult:
             f"{path} is not a council run file: {where}: {first['msg']}"
             + (f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else "")
         ) from None
+    if problem is not None:
+        result._artifact_problem = problem
+        result.notes.append(f"read: {problem}; the run is shown without its artifact")
+    return result
+
+
+# Bigger than any artifact a council reads (a path is read up to 2 MB; inline text is
+# bounded by the request it came in), as the run file itself is.
+MAX_ARTIFACT_BYTES = MAX_RUN_FILE_BYTES
+
+
+def _put_back_artifact(data: object, path: Path, *, read: bool) -> str | None:
+    """Put the artifact of a 2.8 run file back where an older file had it, in place; why it
+    could not be, if so. Unread (``read=False``) or unreadable, an inline request artifact
+    stays the empty text the writer left in its place."""
+    if not isinstance(data, dict) or data.get("artifact_text") is not None:
+        return None
+    from .core.contract import ArtifactFile
+
+    try:
+        record = ArtifactFile.model_validate(data.get("artifact_file"))
+    except ValidationError:
+        return None  # absent, or malformed: the document's own validation says which
+    text, problem = read_artifact_sidecar(path, record) if read else (None, None)
+    data["artifact_text"] = text
+    request = data.get("request")
+    given = request.get("artifact") if isinstance(request, dict) else None
+    if record.inline and isinstance(given, dict) and given.get("text") in ("", None):
+        given["text"] = "" if text is None else text
+    return problem
+
+
+def read_artifact_sidecar(path: Path, record: ArtifactFile) -> tuple[str | None, str | None]:
+    """(the artifact the run file at ``path`` keeps in its sidecar, or None; why not).
+
+    The sidecar's name is derived from ``path`` alone, never from the file's content. It is
+    read as a plain file only (a symlink is refused when it is opened), never beyond the
+    length the run file records, and taken only when its digest is the recorded one."""
+    from .recorder import artifact_sidecar
+
+    sidecar = artifact_sidecar(path)
+    name = sidecar.name
+    if record.bytes > MAX_ARTIFACT_BYTES:
+        return None, f"artifact sidecar {name} is said to hold {record.bytes} bytes; not read"
+    try:
+        raw, cut = read_capped(sidecar, record.bytes, follow_symlinks=False)
+    except FileNotFoundError:
+        return None, f"artifact sidecar {name} is missing"
+    except NotRegularFile as exc:
+        return None, f"artifact sidecar {name} is {exc.strerror}; it is read only as a plain file"
+    except OSError as exc:
+        return None, f"artifact sidecar {name} cannot be read: {exc.strerror or exc}"
+    if cut or len(raw) != record.bytes or hashlib.sha256(raw).hexdigest() != record.sha256:
+        return None, (
+            f"artifact sidecar {name} does not match its digest: the run file records "
+            f"{record.bytes} bytes, sha256 {record.sha256[:16]}..."
+        )
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return None, f"artifact sidecar {name} is not UTF-8 text"
 
 
 def parse_time(stamp: str | None) -> dt.datetime | None:
@@ -278,7 +350,7 @@ def _summarise(path: Path, *, host: str | None = None) -> tuple[RunSummary, bool
     moment its writer dies, so its row is worked out afresh at every read. An unreadable
     file's row is not cached either: its reason names the path it was reached by."""
     try:
-        result = load(path)
+        result = load(path, artifact=False)
     except RunFileError as exc:
         run_id = path.stem.removeprefix("run-")
         return RunSummary(path, run_id, "", "unreadable", None, 0, 0, "", None, str(exc)), False

@@ -10,11 +10,14 @@ verdicts, the round decisions); model-written text is checked against the digest
 when it was produced. Every ballot is read again from the raw reply its member sent, whose
 digest was sealed when it arrived, and filed by the very functions that filed it, so each
 ballot, voter list, tally and winner is compared with one derived afresh, never taken from
-the derived records themselves. What cannot be checked is listed in ``CANNOT_CHECK``.
+the derived records themselves. The artifact GATE checks quotes against is, since 2.8, read
+from the run file's sidecar and must have the length and sha256 the file records. What
+cannot be checked is listed in ``CANNOT_CHECK``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,6 +173,8 @@ def diff(path: str, recorded: Any, recomputed: Any) -> list[Difference]:
 def verify(recorded: CouncilResult) -> Verification:
     fresh = recompute(recorded)
     outcome = Verification(run_id=recorded.id)
+    # First: without the artifact every quote check below differs for that reason alone.
+    check_artifact(recorded, outcome)
     before = recorded.model_dump(mode="json")
     after = fresh.model_dump(mode="json")
 
@@ -216,6 +221,26 @@ def verify(recorded: CouncilResult) -> Verification:
         if note not in before["notes"]:
             outcome.differences.append(Difference("notes", "(missing)", note))
     return outcome
+
+
+def check_artifact(recorded: CouncilResult, outcome: Verification) -> None:
+    """A 2.8 run file keeps its artifact in a sidecar and records its length and digest: the
+    artifact GATE quoted from must be that one, read back whole, or nothing that depends on
+    it can be reproduced."""
+    record = recorded.artifact_file
+    if record is None:
+        return
+    outcome.checked.append("artifact_file (the sidecar's length and sha256)")
+    claimed = f"{record.bytes} bytes, sha256 {record.sha256}"
+    problem = recorded.artifact_problem
+    if problem is None and recorded.artifact_text is None:
+        problem = "the artifact was not read from its sidecar"
+    elif problem is None and recorded.artifact_text is not None:
+        data = recorded.artifact_text.encode("utf-8", errors="replace")
+        if len(data) != record.bytes or hashlib.sha256(data).hexdigest() != record.sha256:
+            problem = "the artifact does not match the digest its run file records"
+    if problem is not None:
+        outcome.differences.append(Difference("artifact_file", claimed, problem))
 
 
 # The first contract whose GATE reads answers by the repair rules of ``answer.py``.

@@ -125,7 +125,8 @@ def follow(
         if identity != seen:
             seen = identity
             try:
-                result = load(path)
+                # The artifact is never shown here: its sidecar is not read at each change.
+                result = load(path, artifact=False)
             except RunFileError:
                 if _identity(path) is None:  # removed between the stat and the read
                     continue

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rune_council.batch import read_rows, run_batch
+from rune_council.runs import load
 from tests.test_batch import options, questions, voices, write_items
 from tests.test_batch_cli import PLAN, env, fakes, results, rune
 
@@ -23,8 +24,8 @@ def write(tmp: Path, lines: list[dict[str, Any] | str], name: str = "items.jsonl
 
 
 def run_file(tmp: Path, run_id: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((tmp / ".rune" / "council" / f"run-{run_id}.json").read_text())
-    return doc
+    # As a reader gets it: the artifact kept beside the run file (contract 2.8) put back.
+    return load(tmp / ".rune" / "council" / f"run-{run_id}.json").model_dump(mode="json")
 
 
 def test_a_line_asks_its_own_template_chain_and_deliberation(tmp_path: Path) -> None:

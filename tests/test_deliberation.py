@@ -122,14 +122,17 @@ def request(run_id: str, n: int = 3, **deliberation: Any) -> dict[str, Any]:
 
 
 def on_disk(tmp_path: Path, run_id: str) -> dict[str, Any]:
-    data = json.loads((tmp_path / "council" / f"run-{run_id}.json").read_text())
+    path = tmp_path / "council" / f"run-{run_id}.json"
+    data = json.loads(path.read_text())
     jsonschema.validate(data, SCHEMA)
     assert data["schema_version"] == SCHEMA_VERSION
     # Every kind of run (vote, rank, rounds halted or converged, red team, chain) is
     # re-derived from its raw answers as it lies on disk.
+    from rune_council.runs import load
     from rune_council.verify import verify
 
-    outcome = verify(CouncilResult.model_validate(data))
+    # As it lies on disk, its artifact read back from the sidecar (contract 2.8).
+    outcome = verify(load(path))
     assert outcome.reproduced, outcome.differences
     return data
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import jsonschema
 
+from rune_council.runs import load
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "contracts" / "council-result.schema.json").read_text())
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -52,7 +54,10 @@ def test_demo_shows_consensus_dissent_and_a_drop(tmp_path: Path) -> None:
     [dropped] = doc["voices_dropped"]
     assert dropped["voice_id"] == "v4" and "simulated outage" in dropped["reason"]
     assert doc["needs_decision"] is True
-    on_disk = json.loads((tmp_path / ".rune" / "council" / "run-d1.json").read_text())
+    # The run file is the same result, its artifact kept beside it (contract 2.8) and put
+    # back by the reader.
+    on_disk = load(tmp_path / ".rune" / "council" / "run-d1.json").model_dump(mode="json")
+    assert on_disk.pop("artifact_file") is not None and doc.pop("artifact_file") is None
     assert on_disk == doc
 
 

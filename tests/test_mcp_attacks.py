@@ -123,7 +123,8 @@ def test_hostile_calls_are_tool_errors_and_the_server_keeps_serving(tmp_path: Pa
     assert not ok.is_error, text_of(ok)
     assert ok.structured_content is not None and ok.structured_content["voices_valid"] == 2
     council = work / ".rune" / "council"
-    assert sorted(p.name for p in council.iterdir()) == ["run-ok.json"]
+    # The run file and the artifact it keeps beside itself (contract 2.8).
+    assert sorted(p.name for p in council.iterdir()) == ["run-ok.artifact", "run-ok.json"]
     assert not list(tmp_path.glob("**/run-*escape*"))
 
 

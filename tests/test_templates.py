@@ -20,10 +20,11 @@ import pytest
 
 from rune_council import CouncilOptions, convene
 from rune_council.config import builtin_templates, load_config
-from rune_council.core.contract import CouncilResult, PerspectiveRequest
+from rune_council.core.contract import PerspectiveRequest
 from rune_council.core.errors import RequestError, RuntimeConfigError
 from rune_council.core.prompts import compose_prompt
 from rune_council.council.templates import apply_template, find_template
+from rune_council.runs import load
 from rune_council.stages.allocate import Candidate, allocate
 from rune_council.testing import ScriptedRuntime
 from rune_council.verify import verify
@@ -125,9 +126,11 @@ def _three(seen: list[str] | None = None) -> list[ScriptedRuntime]:
 
 
 def _on_disk(rune: Path, run_id: str) -> dict[str, Any]:
-    data = json.loads((rune / "council" / f"run-{run_id}.json").read_text())
+    path = rune / "council" / f"run-{run_id}.json"
+    data = json.loads(path.read_text())
     jsonschema.validate(data, SCHEMA)
-    outcome = verify(CouncilResult.model_validate(data))
+    # As it lies on disk, its artifact read back from the sidecar (contract 2.8).
+    outcome = verify(load(path))
     assert outcome.reproduced, outcome.differences
     return data
 

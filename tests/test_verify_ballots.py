@@ -135,6 +135,10 @@ def _edited(path: Path, edit: Edit, name: str = "edited") -> Path:
     edit(doc)
     out = path.with_name(f"run-{name}.json")
     out.write_text(json.dumps(doc), encoding="utf-8")
+    # The artifact is kept beside the run file, under the file's own name (contract 2.8).
+    artifact = path.with_suffix(".artifact")
+    if artifact.exists():
+        out.with_suffix(".artifact").write_bytes(artifact.read_bytes())
     return out
 
 

@@ -39,6 +39,10 @@ def _edited(path: Path, edit: Edit) -> Path:
     out = path.with_name("run-edited.json")
     doc["id"] = "edited"
     out.write_text(json.dumps(doc))
+    # The artifact is kept beside the run file, under the file's own name (contract 2.8).
+    artifact = path.with_suffix(".artifact")
+    if artifact.exists():
+        out.with_suffix(".artifact").write_bytes(artifact.read_bytes())
     return out
 
 

@@ -74,7 +74,7 @@ def _read_index(path: Path) -> tuple[dict[str, Entry], str | None]:
 
 def _summarise(path: Path) -> tuple[RunDigest | None, str | None]:
     try:
-        result = load(path)
+        result = load(path, artifact=False)
     except CouncilError as exc:
         # The reason names the file already shown beside it.
         return None, str(exc).replace(str(path), path.name, 1)[:MAX_SKIP_REASON]

@@ -36,8 +36,8 @@ from ..core.paths import RuneDir
 from ..council import CouncilOptions, aconvene
 from ..council.chain import aconvene_chain
 from ..council.request import claim_run_file
-from ..recorder import RunRecorder
-from ..runs import MAX_RUN_FILE_BYTES, read_bytes
+from ..recorder import RunRecorder, artifact_sidecar
+from ..runs import MAX_RUN_FILE_BYTES, load
 from ..runtimes.limits import Limits, limit_key
 from ..runtimes.scratch import scratch_root
 from .items import Item
@@ -86,13 +86,15 @@ def council_task(
     for run_id in run_ids or (str(request["id"]),):
         run_file = node.run_file(run_id)
         try:
-            # The one reader of run files: capped, and a symlink is refused, not followed.
+            # The one reader of run files: capped, and a symlink is refused, not followed;
+            # the artifact is put back from its sidecar, which goes with the run file.
             if os.path.lexists(run_file):
-                files[run_id] = read_bytes(run_file)
+                files[run_id] = load(run_file).model_dump_json().encode("utf-8")
         except RunFileError as exc:
             return {}, str(exc)
         finally:
             run_file.unlink(missing_ok=True)
+            artifact_sidecar(run_file).unlink(missing_ok=True)
     return files, error
 
 

@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StringConstraints,
     field_validator,
     model_validator,
@@ -1083,6 +1084,25 @@ class VerdictMetadata(_Strict):
     closed_at: str | None = None
 
 
+class ArtifactFile(_Strict):
+    """(2.8) The artifact is kept beside the run file, once, not in it: a run file is rewritten
+    at every status change, and a copy of the artifact in each version made a council's
+    writes grow with artifact size times transitions. The sidecar's name comes from the run
+    file's own name (``run-<id>.json`` -> ``run-<id>.artifact``), never from this record;
+    readers take its text only when its length and digest are these."""
+
+    sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="(2.8) sha256 of the sidecar's bytes (the artifact as UTF-8).",
+    )
+    bytes: int = Field(ge=0, description="(2.8) The sidecar's length in bytes.")
+    inline: bool = Field(
+        default=False,
+        description="(2.8) The request's inline artifact text is this same text: in the file "
+        "request.artifact.text is the empty string, and readers put the sidecar's text back.",
+    )
+
+
 class CouncilResult(_Strict):
     """The run file, from skeleton to arbitrated result."""
 
@@ -1114,7 +1134,17 @@ class CouncilResult(_Strict):
     notes: list[str] = Field(default_factory=list)
     request: PerspectiveRequest
     artifact_text: str | None = Field(
-        default=None, description="The artifact as the voices saw it, kept for re-arbitration."
+        default=None,
+        description="The artifact as the voices saw it, kept for re-arbitration. Since 2.8 "
+        "a run file holds it in its sidecar (artifact_file) and this is null on disk; every "
+        "reader and a door's result carry it here.",
+    )
+    artifact_file: ArtifactFile | None = Field(
+        default=None,
+        description="(2.8) Set in a run file whose artifact is kept in its sidecar, "
+        "run-<id>.artifact beside it. Readers put the text back into artifact_text (and "
+        "request.artifact.text when inline); the result a council returns carries the text "
+        "and leaves this null.",
     )
     orchestrator: Orchestrator | None = None
     events: list[RunEvent] = Field(default_factory=list)
@@ -1136,6 +1166,16 @@ class CouncilResult(_Strict):
     prompt_cost: PromptCost | None = Field(
         default=None, description="2.4: the size of every prompt sent, by stage and runtime."
     )
+
+    # Never written: set by the reader that put the artifact back from its sidecar
+    # (``runs.load``) when it could not, saying why (2.8).
+    _artifact_problem: str | None = PrivateAttr(default=None)
+
+    @property
+    def artifact_problem(self) -> str | None:
+        """Why the artifact this run file keeps in its sidecar is not here (missing, altered,
+        unreadable), or None. ``verify`` reports it as a difference."""
+        return self._artifact_problem
 
     def ended_status(self) -> RunStatus:
         """The status a council that ran to its end is given: ``complete`` only when at

@@ -542,8 +542,9 @@ class CouncilServer:
         if not uri.startswith(RUN_URI):
             raise RequestError(f"unknown resource {uri!r}; runs are {RUN_URI}<id>")
         path = self.where.run_file(unquote(uri.removeprefix(RUN_URI)))
-        # read_bytes refuses a symlinked run file on open, as every reader of run files does.
-        return runs.read_bytes(path).decode("utf-8", errors="replace"), "application/json"
+        # The run as show_run reads it: a file keeping its artifact in a sidecar (2.8) gets
+        # it back. load refuses a symlinked run file on open, as every reader of run files does.
+        return runs.load(path).model_dump_json(indent=2), "application/json"
 
     # ------------------------------------------------------------------ running
 

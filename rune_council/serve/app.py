@@ -264,7 +264,7 @@ def _recorded_chain(state: ServerState, chain_id: str) -> Plan | None:
     if path.is_symlink() or not path.is_file():
         return None
     try:
-        position = load(path).request.chain
+        position = load(path, artifact=False).request.chain
     except RunFileError:
         return None
     # The plan a run file names is data: it counts only if its last run is this very one.
@@ -398,7 +398,7 @@ async def cancel_council(request: Request) -> Response:
     run_id = _run_id(request)
     path = _run_path(state, run_id)
     if await state.pool.cancel(run_id):
-        status = load(path).status
+        status = load(path, artifact=False).status
         return _json(CancelResult(id=run_id, status=status))
     row = summarise(path)
     if row.status in UNFINISHED:

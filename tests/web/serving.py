@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from rune_council.runs import load
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import QUESTION, ROLLBACK, UNDO, answer, claim
 
@@ -67,8 +68,11 @@ class Server:
         return self.home / ".rune" / "council"
 
     def run_file(self, run_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.council_dir / f"run-{run_id}.json").read_text())
-        return data
+        # As a reader gets it: the artifact kept beside the run file (contract 2.8) put back.
+        path = self.council_dir / f"run-{run_id}.json"
+        if not path.exists():
+            raise FileNotFoundError(path)  # what a caller waiting for the file expects
+        return load(path).model_dump(mode="json")
 
     def post(self, body: dict[str, Any], **kwargs: Any) -> httpx.Response:
         return self.client.post("/v1/councils", json=body, **kwargs)
