@@ -1,12 +1,16 @@
-"""The headless Chromium the web tests drive: Debian's, through Playwright, offline."""
+"""The headless Chromium the web tests drive (Debian's, through Playwright, offline), and
+the pages they open in it."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.web.serving import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -39,3 +43,32 @@ def launched(*extra_flags: str) -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+@dataclass
+class Opened:
+    """A page that notes every request to anywhere but its server, and every error its
+    scripts throw."""
+
+    page: Any
+    width: int
+    outside: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Closes the page once it loaded nothing from outside, threw nothing and fit."""
+        assert self.outside == [], "the page loads nothing from outside the server"
+        assert self.errors == []
+        assert self.page.evaluate("document.documentElement.scrollWidth") <= self.width
+        self.page.close()
+
+
+def open_page(browser: Any, server: Server, path: str, width: int) -> Opened:
+    opened = Opened(browser.new_page(viewport={"width": width, "height": 900}), width)
+    opened.page.on(
+        "request",
+        lambda r: None if r.url.startswith(server.base) else opened.outside.append(r.url),
+    )
+    opened.page.on("pageerror", lambda exc: opened.errors.append(str(exc)))
+    opened.page.goto(server.base + path)
+    return opened

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers import PLAN, QUESTION, ROLLBACK, answer, claim
-from tests.web.chromium import SHOTS
+from tests.web.chromium import SHOTS, open_page
 from tests.web.serving import install_voices, serving
 
 ARTIFACT = {"name": "plan.md", "text": PLAN}
@@ -24,16 +24,8 @@ def test_a_council_unfolds_live_in_the_browser(tmp_path: Path, browser: Any) -> 
     hostile = answer(QUESTION, XSS_STANCE, [{**ROLLBACK, "text": XSS_CLAIM}, claim("Fine")])
     install_voices(tmp_path / "bin", sleeps=(1.5, 3.0, 4.5), gemini_text=hostile)
     with serving(tmp_path, "--yes") as server:
-        page = browser.new_page(viewport={"width": 1100, "height": 900})
-        outside: list[str] = []
-        page.on(
-            "request",
-            lambda req: None if req.url.startswith(server.base) else outside.append(req.url),
-        )
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-
-        page.goto(server.base + "/")
+        opened = open_page(browser, server, "/", 1100)
+        page, outside, errors = opened.page, opened.outside, opened.errors
         page.wait_for_selector("#empty:not([hidden])")
         page.evaluate("window.__same = true")
         assert (

@@ -8,13 +8,12 @@ test-output/web/.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from tests.web import planted_runs
-from tests.web.chromium import SHOTS
+from tests.web.chromium import SHOTS, open_page
 from tests.web.serving import Server, serving
 
 WIDTHS = {"desktop": 1280, "phone": 375}
@@ -32,31 +31,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     SHOTS.mkdir(parents=True, exist_ok=True)
     with serving(home) as running:
         yield running
-
-
-@dataclass
-class Opened:
-    page: Any
-    width: int
-    outside: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def close(self) -> None:
-        assert self.outside == [], "the page loads nothing from outside the server"
-        assert self.errors == []
-        assert self.page.evaluate("document.documentElement.scrollWidth") <= self.width
-        self.page.close()
-
-
-def open_page(browser: Any, server: Server, path: str, width: int) -> Opened:
-    opened = Opened(browser.new_page(viewport={"width": width, "height": 900}), width)
-    opened.page.on(
-        "request",
-        lambda r: None if r.url.startswith(server.base) else opened.outside.append(r.url),
-    )
-    opened.page.on("pageerror", lambda exc: opened.errors.append(str(exc)))
-    opened.page.goto(server.base + path)
-    return opened
 
 
 def tops(page: Any, *selectors: str) -> list[float]:

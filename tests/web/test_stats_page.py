@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.stats_history import build_history
-from tests.web.chromium import SHOTS
+from tests.web.chromium import SHOTS, open_page
 from tests.web.serving import serving
 
 HOSTILE = '<img src=x onerror="window.__xss=1">famly'
@@ -28,15 +28,8 @@ def test_the_stats_page_shows_tables_and_pictures_and_runs_no_markup(
     path.write_text(json.dumps(doc))
     SHOTS.mkdir(parents=True, exist_ok=True)
     with serving(tmp_path) as server:
-        page = browser.new_page(viewport={"width": 1100, "height": 900})
-        outside: list[str] = []
-        page.on(
-            "request",
-            lambda req: None if req.url.startswith(server.base) else outside.append(req.url),
-        )
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(server.base + "/stats")
+        opened = open_page(browser, server, "/stats", 1100)
+        page, outside, errors = opened.page, opened.outside, opened.errors
         page.wait_for_selector("section.stats-table table")
         # Polled from here: the page's policy forbids the eval a waiting function needs.
         loaded = (
