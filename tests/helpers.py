@@ -7,9 +7,12 @@ ones a caller's tests use; what is left here is specific to this project's tests
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,9 @@ __all__ = [
     "SHARDS",
     "UNDO",
     "answer",
+    "bare_machine_env",
     "claim",
+    "ctrl_c_once_running",
     "gated_voice",
     "run_rune",
     "user_env",
@@ -129,6 +134,22 @@ def council_result_schema() -> dict[str, Any]:
     return schema
 
 
+def bare_machine_env(tmp: Path) -> dict[str, str]:
+    """A fresh machine in ``tmp``: an empty ``tmp/bin`` and the system's tools on PATH (no
+    AI CLI), ``tmp`` as HOME, no login shell read, nothing standing for consent; only the
+    code under test is found where the test runner found it (PYTHONPATH)."""
+    (tmp / "bin").mkdir(exist_ok=True)
+    env = {
+        "PATH": f"{tmp / 'bin'}:/usr/bin:/bin",
+        "HOME": str(tmp),
+        "LANG": "C.UTF-8",
+        "RUNE_COUNCIL_LOGIN_SHELL": "0",
+    }
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
 def user_env(tmp: Path, *, consent: bool = True) -> dict[str, str]:
     """A user's environment in ``tmp`` and nothing of the test runner's: the fake CLIs in
     ``tmp/bin`` before the system's tools on PATH, ``tmp`` as HOME and, unless ``consent``
@@ -153,3 +174,33 @@ def run_rune(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def ctrl_c_once_running(
+    cwd: Path, env: Mapping[str, str], args: Sequence[str], pids: Path, voices: int
+) -> tuple[int, str, str]:
+    """``rune ARGS`` started as from a terminal and sent Ctrl-C (SIGINT) once ``voices`` fake
+    voices have written their pid to ``pids``: its exit code, stdout and stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rune_council.cli", *args],
+        cwd=cwd,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A shell that runs the suite in the background ignores SIGINT, and the child would
+        # inherit that; a user's terminal never does.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 90
+    started: list[str] = []
+    while time.monotonic() < deadline and len(started) < voices:
+        time.sleep(0.05)
+        started = pids.read_text().split() if pids.exists() else []
+    if len(started) < voices:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"{len(started)} of {voices} voices started: {started}")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=90)
+    return proc.returncode, out, err

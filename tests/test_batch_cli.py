@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -14,7 +11,7 @@ import psutil
 from rune_council.batch import read_rows
 from rune_council.testing import answer_for, claim_on
 from tests.fakes.bin import install_fake, path_with
-from tests.helpers import run_rune
+from tests.helpers import ctrl_c_once_running, run_rune
 
 PLAN = "1. Drain the old nodes.\n2. Switch traffic in one step.\n3. No rollback step is defined.\n"
 RISK = claim_on(PLAN, 3, "The rollout has no rollback step", name="plan.md", severity="MUST")
@@ -112,27 +109,10 @@ def test_a_duplicate_id_refuses_the_batch(tmp_path: Path) -> None:
 def test_ctrl_c_cancels_running_councils_and_a_rerun_finishes_the_batch(tmp_path: Path) -> None:
     fakes(tmp_path, sleep_s=120, pid_file=tmp_path / "pids")
     path = items(tmp_path, 5)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rune_council.cli", "council", "batch", str(path), "-c", "2"],
-        cwd=tmp_path,
-        env=env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # A shell that runs the suite in the background ignores SIGINT, and the child would
-        # inherit that; a user's terminal never does.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        pids = (tmp_path / "pids").read_text().split() if (tmp_path / "pids").exists() else []
-        if len(pids) >= 12:  # two councils, three voices each, all started
-            break
-        time.sleep(0.05)
-    assert len(pids) >= 12, pids
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=90)
-    assert proc.returncode == 130, err
+    # Stopped once two councils, three voices each, have all started.
+    args = ("council", "batch", str(path), "-c", "2")
+    code, out, err = ctrl_c_once_running(tmp_path, env(tmp_path), args, tmp_path / "pids", 12)
+    assert code == 130, err
     assert "Traceback" not in err and "batch stopped" in err
     assert "cancelled" in out
     rows = read_rows(results(tmp_path))

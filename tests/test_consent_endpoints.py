@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import answer, claim
+from tests.helpers import answer, bare_machine_env, claim
 from tests.http_server import OpenAIServer, answering
 
 Q = "Should we shard the orders table?"
@@ -39,16 +39,7 @@ def server() -> Iterator[OpenAIServer]:
 
 def env_of(tmp: Path) -> dict[str, str]:
     # No AI CLI on PATH and nothing standing for consent: the endpoint is all there is.
-    (tmp / "bin").mkdir(exist_ok=True)
-    env = {
-        "PATH": f"{tmp / 'bin'}:/usr/bin:/bin",
-        "HOME": str(tmp),
-        "LANG": "C.UTF-8",
-        "RUNE_COUNCIL_LOGIN_SHELL": "0",
-    }
-    if "PYTHONPATH" in os.environ:  # the child runs the code under test, wherever it is
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return env
+    return bare_machine_env(tmp)
 
 
 def on_a_terminal(tmp: Path, args: list[str], reply: bytes | None) -> tuple[int, str]:

@@ -4,17 +4,14 @@ anchor at (or away from) the seeded lines, and the report's figures checked agai
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from rune_council.evaluation.report import EvalReport
 from rune_council.testing import answer_for, claim
 from tests.fakes.bin import install_fake, path_with
-from tests.helpers import run_rune
+from tests.helpers import ctrl_c_once_running, run_rune
 
 SEEDED = 3
 AWAY = 9
@@ -101,10 +98,6 @@ def env(tmp: Path) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
     }
-
-
-def argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "rune_council.cli", "council", "eval", *args]
 
 
 def rune(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -223,27 +216,10 @@ def test_hostile_dataset_lines_are_named_by_number_and_nothing_runs(tmp_path: Pa
 def test_ctrl_c_mid_eval_loses_nothing_and_a_rerun_completes(tmp_path: Path) -> None:
     fakes(tmp_path, sleep_s=120, pid_file=tmp_path / "pids")
     path = dataset(tmp_path)
-    proc = subprocess.Popen(
-        argv(str(path), "-c", "1"),
-        cwd=tmp_path,
-        env=env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # A shell that runs the suite in the background ignores SIGINT; a terminal never does.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 90
-    pids: list[str] = []
-    while time.monotonic() < deadline:
-        pids = (tmp_path / "pids").read_text().split() if (tmp_path / "pids").exists() else []
-        if len(pids) >= 6:  # one council, three voices, all started
-            break
-        time.sleep(0.05)
-    assert len(pids) >= 6, pids
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    # Stopped once one council's three voices have all started.
+    args = ("council", "eval", str(path), "-c", "1")
+    code, _, err = ctrl_c_once_running(tmp_path, env(tmp_path), args, tmp_path / "pids", 6)
+    assert code == 130, err
     assert "eval stopped" in err and "the next run picks up the rest" in err
     fakes(tmp_path)  # the voices answer at once now
     out = rune(tmp_path, str(path), "--json")

@@ -5,7 +5,6 @@ README first example that runs as pasted, and every command's help laid out alik
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_rune
+from tests.helpers import bare_machine_env, run_rune
 
 ROOT = Path(__file__).resolve().parents[1]
 Q = "Should we shard the orders table?"
@@ -21,17 +20,7 @@ Q = "Should we shard the orders table?"
 
 def env_of(tmp: Path) -> dict[str, str]:
     # No AI CLI on PATH, nothing configured: a newcomer's fresh machine.
-    (tmp / "bin").mkdir(exist_ok=True)
-    env = {
-        "PATH": f"{tmp / 'bin'}:/usr/bin:/bin",
-        "HOME": str(tmp),
-        "LANG": "C.UTF-8",
-        "RUNE_COUNCIL_LOGIN_SHELL": "0",
-        "COLUMNS": "100",
-    }
-    if "PYTHONPATH" in os.environ:  # the child runs the code under test, wherever it is
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return env
+    return {**bare_machine_env(tmp), "COLUMNS": "100"}
 
 
 def rune(tmp: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -7,29 +7,19 @@ same way."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from rune_council import CouncilOptions, convene
-from tests.helpers import run_rune
+from tests.helpers import bare_machine_env, run_rune
 
 Q = "Should we shard the orders table?"
 
 
 def env_of(tmp: Path) -> dict[str, str]:
     # No AI CLI on PATH, no endpoint, no subagent: nothing can answer.
-    (tmp / "bin").mkdir(exist_ok=True)
-    env = {
-        "PATH": f"{tmp / 'bin'}:/usr/bin:/bin",
-        "HOME": str(tmp),
-        "LANG": "C.UTF-8",
-        "RUNE_COUNCIL_LOGIN_SHELL": "0",
-    }
-    if "PYTHONPATH" in os.environ:  # the child runs the code under test, wherever it is
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return env
+    return bare_machine_env(tmp)
 
 
 def rune(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
