@@ -168,6 +168,10 @@ def test_a_rerun_without_an_artifact_leaves_no_sidecar_and_listings_ignore_sidec
     assert (tmp_path / "council" / "run-again.artifact").exists()
     rows = list_runs(RuneDir.resolve(tmp_path))
     assert [r.run_id for r in rows] == ["again"] and rows[0].problem is None
+    stats = cli("stats", "--rune-dir", str(tmp_path), "--json")
+    assert stats.exit_code == 0, stats.output
+    files = json.loads(stats.output)["files"]
+    assert (files["runs"], files["skipped"]) == (1, 0)
     council(tmp_path, "again", None)
     assert not (tmp_path / "council" / "run-again.artifact").exists()
     assert load(tmp_path / "council" / "run-again.json").artifact_text is None

@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from rune_council import CouncilOptions, convene
-from rune_council.core.contract import CouncilResult
+from rune_council.runs import load
 from rune_council.testing import ScriptedRuntime, answer_for
 from rune_council.verify import verify
 from tests.fakes.bin import install_fake, path_with
@@ -100,7 +100,8 @@ def test_a_straggler_is_stopped_at_the_deadline_and_the_council_says_it_is_parti
     on_disk = json.loads(Path(result.run_file or "").read_text())
     jsonschema.validate(on_disk, council_result_schema())
     assert on_disk["partial"]["late_voice_ids"] == [gemini.id]
-    recorded = CouncilResult.model_validate(on_disk)
+    # As a reader gets it: the artifact kept beside the run file (contract 2.8) put back.
+    recorded = load(Path(result.run_file or ""))
     assert verify(recorded).reproduced, verify(recorded).differences
 
 

@@ -17,12 +17,13 @@ import jsonschema
 import pytest
 
 from rune_council import CouncilOptions, FunctionRuntime, RequestError, convene
-from rune_council.core.contract import ConsolidatedItem, CouncilResult, Synthesis, Voice
+from rune_council.core.contract import ConsolidatedItem, Synthesis, Voice
 from rune_council.deliberation.ballots import Reading
 from rune_council.deliberation.method import Outcome, Recount, Results, Round, Standing
 from rune_council.deliberation.methods.vote import METHOD as VOTE
 from rune_council.deliberation.registry import register, unregister
 from rune_council.deliberation.vote import Choice, count_votes, read_ballot
+from rune_council.runs import load
 from rune_council.verify import verify
 from tests.helpers import PLAN, QUESTION, ROLLBACK, SHARDS, UNDO, answer, council_result_schema
 
@@ -177,8 +178,8 @@ def test_a_run_file_from_a_method_not_installed_here_still_reads(
 ) -> None:
     convene(request("approve-3", "approval"), CouncilOptions(runtimes=members(), rune_dir=tmp_path))
     unregister("approval")
-    data = json.loads((tmp_path / "council" / "run-approve-3.json").read_text())
-    again = CouncilResult.model_validate(data)
+    # As a reader gets it: the artifact kept beside the run file (contract 2.8) put back.
+    again = load(tmp_path / "council" / "run-approve-3.json")
     assert again.deliberation is not None and again.deliberation.method == "approval"
     # Without the method its ballots cannot be recounted; the single pass still is.
     checked = verify(again)

@@ -20,6 +20,7 @@ import jsonschema
 import pytest
 
 from rune_council import CouncilOptions, convene
+from rune_council.runs import load
 from rune_council.runtimes.subagent import CommandRuntime
 from tests.helpers import PLAN, QUESTION, ROLLBACK, SHARDS, UNDO, answer, council_result_schema
 
@@ -325,7 +326,9 @@ def test_a_vote_that_splits_reports_dissent_from_the_votes(tmp_path: Path) -> No
 
     # The same run as a 2.6 writer filed it: its ballots list no dropped lines and its
     # dissent was read by the older rule. verify says so rather than report an edit.
-    old = json.loads(path.read_text(encoding="utf-8"))
+    # Its artifact inline, where writers kept it before 2.8.
+    old = load(path).model_dump(mode="json")
+    old["artifact_file"] = None
     old["schema_version"] = old["request"]["schema_version"] = "2.6"
     old["verdict"].update(
         dissent_detected=False,

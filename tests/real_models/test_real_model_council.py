@@ -27,6 +27,7 @@ from rune_council.core.contract import CouncilResult
 from rune_council.core.prompts import ANSWER_SHAPE
 from rune_council.core.schema import SCHEMAS, wire_schema
 from rune_council.endpoints import EndpointSetup, EndpointSpec
+from rune_council.runs import load
 from rune_council.runtimes.http import response_format, voice_answer_shape
 from rune_council.verify import verify
 from tests.helpers import PLAN, council_result_schema
@@ -314,6 +315,7 @@ def test_the_stamp_is_what_the_counted_families_give_and_verify_agrees(
     )
     assert ran.result.distinct_families == counted
     assert ran.result.decorrelation == ("MULTI_FAMILY" if len(counted) >= 2 else "NO_DECORRELATION")
-    recorded = CouncilResult.model_validate_json(ran.run_file.read_text())
+    # As a reader gets it: the artifact kept beside the run file (contract 2.8) put back.
+    recorded = load(ran.run_file)
     checked = verify(recorded)
     assert checked.differences == [], checked.differences
