@@ -16,7 +16,8 @@ Samples are interleaved (none, 1 MB, 20 MB, then again, the order rotated each r
 a burst of load on a shared machine falls on every size alike. Each figure is a median with
 its spread (min-max). Targets: the run directory receives O(artifact + answers) bytes, not
 O(artifact x writes), and a 1 MB artifact costs at most 1.05x the wall of a council with
-none.
+none. CPU is the process's own and its voices' (user + system), printed beside the wall
+because it moves less with the load of a shared machine.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -150,13 +152,18 @@ class World:
             QUESTION,
             json.dumps(self.env),
         ]
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         proc = subprocess.run(argv, env=env, cwd=self.root, capture_output=True, check=False)
         wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # The process and the voices it waited for: steadier than wall on a loaded machine.
+        cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
         if proc.returncode != 0:
             tail = proc.stderr.decode(errors="replace").strip().splitlines()[-3:]
             raise SystemExit(f"council with a {size} B artifact failed: {' | '.join(tail)}")
         data: dict[str, float] = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+        data["cpu_s"] = cpu
         if data["valid"] != len(NAMES):
             raise SystemExit(f"only {data['valid']}/{len(NAMES)} voices valid at {size} B")
         if size and data["kept"] != size:
@@ -188,6 +195,7 @@ def main() -> None:
 
     walls: dict[int, list[float]] = {s: [] for s in sizes}
     inner: dict[int, list[float]] = {s: [] for s in sizes}
+    cpu: dict[int, list[float]] = {s: [] for s in sizes}
     written: dict[int, list[float]] = {s: [] for s in sizes}
     writes: dict[int, list[float]] = {s: [] for s in sizes}
     with tempfile.TemporaryDirectory(prefix="rune-artifact-bench-") as tmp:
@@ -199,6 +207,7 @@ def main() -> None:
                 wall, data = world.council(size)
                 walls[size].append(wall)
                 inner[size].append(data["convene_s"])
+                cpu[size].append(data["cpu_s"])
                 written[size].append(data["bytes"])
                 writes[size].append(data["writes"])
 
@@ -207,19 +216,22 @@ def main() -> None:
         "interleaved repeats; median (min-max)"
     )
     floor = statistics.median(walls[sizes[0]]) if sizes[0] == 0 else None
+    cpu_floor = statistics.median(cpu[sizes[0]]) if sizes[0] == 0 else None
     for size in sizes:
         ratio = ""
-        if floor is not None and size:
+        if floor is not None and cpu_floor is not None and size:
             x = statistics.median(walls[size]) / floor
+            c = statistics.median(cpu[size]) / cpu_floor
             target = f", target <= {TARGET_1MB:.2f}x" if size == MB else ""
             verdict = (" ok" if x <= TARGET_1MB else " MISSED") if size == MB else ""
-            ratio = f"  = {x:.3f}x the wall of none{target}{verdict}"
+            ratio = f"  = {x:.3f}x the wall of none{target}{verdict} (CPU {c:.3f}x)"
         per_mb = ""
         if size:
             over = statistics.median(written[size]) - statistics.median(written[sizes[0]])
             per_mb = f", {over / size:.2f} bytes written per artifact byte"
         print(
             f"  artifact {label(size):>6}: wall {spread(walls[size], 1000, ' ms')}, "
+            f"CPU {spread(cpu[size], 1000, ' ms')}, "
             f"convene() {spread(inner[size], 1000, ' ms')}; run dir received "
             f"{spread(written[size], 1 / 1024, ' KiB')} in "
             f"{statistics.median(writes[size]):.0f} writes{per_mb}{ratio}"

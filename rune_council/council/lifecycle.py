@@ -125,15 +125,25 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     A library caller may already be inside asyncio (a notebook, an async host); there the
     council gets a loop of its own on a worker thread instead of failing.
     """
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        # The value travels in the box, not as the main task's result: when asyncio.run
+        # puts the SIGINT handler back it formats the handler, the task and so the task's
+        # result in full (a CouncilResult holding the artifact), which cost milliseconds
+        # per megabyte of artifact, twice per council.
+        box["result"] = await make()
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make())
-    box: dict[str, Any] = {}
+        asyncio.run(main())
+        kept: T = box["result"]
+        return kept
 
     def worker() -> None:
         try:
-            box["result"] = asyncio.run(make())
+            asyncio.run(main())
         except BaseException as exc:  # handed back to the calling thread
             box["error"] = exc
 
