@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable, Iterator
 from itertools import chain
+from operator import add
+from typing import TYPE_CHECKING
 
 from .core.contract import CouncilResult, RankerDetail, Repair, TallyReport
 from .core.safetext import one_line, plain
+
+if TYPE_CHECKING:
+    from .deliberation.tally import TallyParts
 
 
 def render(result: CouncilResult, *, status: tuple[str, str] | None = None) -> str:
@@ -117,11 +124,12 @@ def render_tally(report: TallyReport, source: str) -> str:
 
 
 def tally_lines(
-    report: TallyReport, source: str, rankers: Iterable[RankerDetail] | None = None
+    report: TallyReport, source: str, rankers: Iterable[RankerDetail] | TallyParts | None = None
 ) -> Iterator[str]:
     """A council-DSL tally as text, line by line (a tally of 100,000 rankers is printed as it
     is rendered, never held whole). ``rankers``: the details to show instead of the report's
-    own, made one at a time (``TallyParts.rankers``)."""
+    own, made one at a time (``TallyParts.rankers``), or the tally's counted ballots
+    themselves (``TallyParts``), read without making a detail for each."""
     state = "valid" if report.valid else f"INVALID ({len(report.errors)} error(s))"
     yield f"tally of {source}: {state}"
     pruned = {p.label: p for p in report.pruned}
@@ -131,6 +139,11 @@ def tally_lines(
     )
     for p in report.pruned:
         yield f"  pruned {p.label} (line {p.line}): {p.reason}"
+    if rankers is not None and not isinstance(rankers, Iterable):
+        yield "rankers:" if rankers.counted else "rankers: none"
+        yield from _counted_lines(rankers)
+        yield from _tally_tail(report)
+        return
     details = iter(report.rankers if rankers is None else rankers)
     first = next(details, None)
     yield "rankers: none" if first is None else "rankers:"
@@ -150,6 +163,47 @@ def tally_lines(
             f"  {r.ranker:<10} line {r.line:<4} {r.ballot or '(nothing left to rank)'}  "
             f"conf {r.conf:g}  points {points}  mean rho {rho}{flag}"
         )
+    yield from _tally_tail(report)
+
+
+def _counted_lines(parts: TallyParts) -> Iterator[str]:
+    """Each counted ballot's line as ``tally_lines`` prints a ranker's detail, read from the
+    ballot's places: a tally of 100,000 rankers formats each number of a conf's table once
+    instead of each of its millions of points."""
+    prefix = [f"{p}=" for p in parts.active]
+    texts: dict[float, tuple[str, list[str]]] = {}
+    once: set[float] = set()
+    for c in parts.counted:
+        conf = c.conf
+        known = texts.get(conf)
+        doubled = c.row.doubled
+        numbers: Iterable[str]
+        if known is not None:
+            conf_text, cell = known
+            numbers = map(cell.__getitem__, doubled)
+        else:
+            table = parts.tables[conf]
+            conf_text = f"{conf:g}"
+            if conf in once:  # a conf seen twice is likely seen again: format its table
+                cell = [f"{v:g}" for v in table]
+                texts[conf] = (conf_text, cell)
+                numbers = map(cell.__getitem__, doubled)
+            else:  # the first ballot of a conf formats its own points only
+                once.add(conf)
+                numbers = [f"{table[r]:g}" for r in doubled]
+        if not conf:  # 0.0 and -0.0 are one key but print apart
+            conf_text = f"{conf:g}"
+        points = " ".join(map(add, map(prefix.__getitem__, c.row.items), numbers)) or "-"
+        rho = "-" if c.mean is None else f"{c.mean:.3f}"
+        flag = "  DISSENTING" if c.dissenting else ""
+        yield (
+            f"  {c.ranker:<10} line {c.line:<4} {c.ballot or '(nothing left to rank)'}  "
+            f"conf {conf_text}  points {points}  mean rho {rho}{flag}"
+        )
+
+
+def _tally_tail(report: TallyReport) -> Iterator[str]:
+    """The lines after the rankers'."""
     if report.scores:
         yield (
             "scores (Borda x conf): "
@@ -196,20 +250,21 @@ _RANKERS_EMPTY = b'\n  "rankers": [],\n'
 
 
 def tally_json_chunks(
-    report: TallyReport, rankers: Iterable[RankerDetail], per_chunk: int = 1000
+    report: TallyReport, rankers: Iterable[RankerDetail] | TallyParts, per_chunk: int = 1000
 ) -> Iterator[bytes]:
     """``report`` as the JSON document its serializer makes with ``indent=2``, the ``rankers``
     spliced in as they come: the bytes of a tally of 100,000 rankers (about 90 MB) are never
-    held whole. ``report.rankers`` must be empty."""
+    held whole. ``report.rankers`` must be empty. ``rankers`` may be the tally's counted
+    ballots themselves (``TallyParts``), written out without making a detail for each."""
     whole = TallyReport.__pydantic_serializer__.to_json(report, indent=2)
     # The first top-level key after "valid" and "proposals" (strings, whose newlines are
     # escaped), so the first match is the field itself.
     head, found, tail = whole.partition(_RANKERS_EMPTY)
     if not found or report.rankers:
         raise ValueError("the report to splice rankers into must have none of its own")
-    serialize = RankerDetail.__pydantic_serializer__.to_json
-    # Two levels deep: each detail, serialized alone, is indented by four more spaces.
-    items = (b"\n    " + serialize(r, indent=2).replace(b"\n", b"\n    ") for r in rankers)
+    items: Iterable[bytes] = (
+        map(_detail_json, rankers) if isinstance(rankers, Iterable) else _counted_json(rankers)
+    )
     chunk = [head + b'\n  "rankers": [']
     separator = b""
     count = 0
@@ -225,3 +280,58 @@ def tally_json_chunks(
         return
     chunk.append(b"\n  ],\n" + tail)
     yield b"".join(chunk)
+
+
+def _detail_json(detail: RankerDetail) -> bytes:
+    # Two levels deep: each detail, serialized alone, is indented by four more spaces.
+    text = RankerDetail.__pydantic_serializer__.to_json(detail, indent=2)
+    return b"\n    " + text.replace(b"\n", b"\n    ")
+
+
+def _json_string(text: str) -> str:
+    # Names and ballots are labels and speaker names (checked by the parser), which need no
+    # escape; anything else is escaped as the serializer escapes it (it leaves non-ASCII and
+    # DEL as they are, as json.dumps does with ensure_ascii off).
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _plain_float(value: float) -> bool:
+    """Whether ``repr`` writes ``value`` as the serializer does: it differs below 1e-4 (the
+    serializer writes 0.00001 for Python's 1e-05) and for what is not finite."""
+    return value == 0.0 or 1e-4 <= abs(value) < math.inf
+
+
+def _counted_json(parts: TallyParts) -> Iterator[bytes]:
+    """Each counted ballot as ``_detail_json`` writes its detail, byte for byte, written
+    straight from the ballot's places. A ballot with a number ``repr`` would write otherwise
+    goes through the model's serializer."""
+    keys = [f"\n        {_json_string(p)}: " for p in parts.active]
+    cells: dict[float, tuple[str, list[str]] | None] = {}
+    for c in parts.counted:
+        conf = c.conf
+        if conf in cells:
+            known = cells[conf]
+        else:
+            table = parts.tables[conf]
+            plain_ = _plain_float(conf) and all(map(_plain_float, table))
+            known = cells[conf] = (repr(conf), [repr(v) for v in table]) if plain_ else None
+        mean = c.mean
+        if known is None or (mean is not None and not _plain_float(mean)):
+            yield _detail_json(parts.detail(c))
+            continue
+        conf_text, cell = known
+        if not conf:  # 0.0 and -0.0 are one key but are written apart
+            conf_text = repr(conf)
+        points = ",".join(
+            map(add, map(keys.__getitem__, c.row.items), map(cell.__getitem__, c.row.doubled))
+        )
+        shown = f"{{{points}\n      }}" if points else "{}"
+        rho = "null" if mean is None else repr(mean)
+        yield (
+            f'\n    {{\n      "ranker": {_json_string(c.ranker)},\n      "line": {c.line},'
+            f'\n      "ballot": {_json_string(c.ballot)},\n      "conf": {conf_text},'
+            f'\n      "points": {shown},\n      "mean_spearman": {rho},'
+            f'\n      "dissenting": {"true" if c.dissenting else "false"}\n    }}'
+        ).encode()

@@ -77,12 +77,12 @@ def tally_command(
     del transcript
     report = parts.report
     if as_json:
-        for data in tally_json_chunks(report, parts.rankers()):
+        for data in tally_json_chunks(report, parts):
             echo_json(data, nl=False)
         echo()
     else:
         chunk: list[str] = []
-        for line in tally_lines(report, source, parts.rankers()):
+        for line in tally_lines(report, source, parts):
             chunk.append(line)
             if len(chunk) == 1000:
                 echo("\n".join(chunk))

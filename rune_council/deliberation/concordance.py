@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from itertools import chain, islice, repeat
 from operator import add, mul, sub
-from typing import Literal, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
 Ballot = Sequence[Sequence[str]]
 EXACT_ORDER_LIMIT = 7  # above this many items, the best reference order is approximated
@@ -73,13 +73,12 @@ def ranks(ballot: Ballot, items: Sequence[str]) -> dict[str, float]:
 # --------------------------------------------------------------------------- complete rankings
 
 
-@dataclass(frozen=True, slots=True)
-class Placed:
+class Placed(NamedTuple):
     """One ranking over ``n`` items in doubled ranks (``2 x`` the mean rank, a whole number).
 
     ``items`` are the indices the ballot places and ``doubled`` their doubled ranks; the
     ``rest`` items it left out share ``rest_rank``; ``ties`` is the sum of ``t^3 - t`` over
-    its tied groups, the rest included.
+    its tied groups, the rest included. A tuple: a tally of 100,000 rankers makes as many.
     """
 
     items: Sequence[int]
@@ -89,17 +88,35 @@ class Placed:
     ties: int
 
 
-def place(ballot: Ballot, index: Mapping[str, int], n: int) -> Placed:
-    """``ballot`` over the ``n`` items numbered by ``index`` (other labels are ignored)."""
+# The doubled ranks of an untied ballot of k places (2, 4, ..., 2k), shared by every ballot
+# of that length; as bytes where every number fits in one.
+_STEPS: dict[int, range] = {}
+_STEP_BYTES: dict[int, bytes] = {}
+
+
+def place(ballot: Ballot, index: Mapping[str, int], n: int, *, small: bool = False) -> Placed:
+    """``ballot`` over the ``n`` items numbered by ``index`` (other labels are ignored).
+
+    ``small``: the numbers as bytes (the caller knows ``2 n + 1 < 256``), a fifth of the
+    memory of lists, which matters at 100,000 rankers."""
     try:
-        items = list(map(index.__getitem__, chain.from_iterable(ballot)))
+        items: Sequence[int] = list(map(index.__getitem__, chain.from_iterable(ballot)))
     except KeyError:
         known = [kept for level in ballot if (kept := [x for x in level if x in index])]
-        return place(known, index, n)
+        return place(known, index, n, small=small)
     at = len(items)
     rest = n - at
     if at == len(ballot) and 0 not in map(len, ballot):  # no ties: places 1, 2, 3, ...
-        return Placed(items, range(2, 2 * at + 1, 2), at + n + 1, rest, rest**3 - rest)
+        if small:
+            steps: Sequence[int] | None = _STEP_BYTES.get(at)
+            if steps is None:
+                steps = _STEP_BYTES[at] = bytes(range(2, 2 * at + 1, 2))
+            items = bytes(items)
+        else:
+            steps = _STEPS.get(at)
+            if steps is None:
+                steps = _STEPS[at] = range(2, 2 * at + 1, 2)
+        return Placed(items, steps, at + n + 1, rest, rest**3 - rest)
     doubled: list[int] = []
     ties = 0
     at = 0
@@ -114,6 +131,8 @@ def place(ballot: Ballot, index: Mapping[str, int], n: int) -> Placed:
             at += size
     if rest > 1:
         ties += rest**3 - rest
+    if small:
+        return Placed(bytes(items), bytes(doubled), 2 * at + rest + 1, rest, ties)
     return Placed(items, doubled, 2 * at + rest + 1, rest, ties)
 
 
@@ -156,8 +175,8 @@ def concordance_of(rows: Sequence[Placed], n: int) -> tuple[float | None, list[f
             entry = classes[row.ties] = ([0] * n, [0, 0])
         delta, stats = entry
         stats[0] += 1
-        stats[1] += row.rest_rank
         rest_rank = row.rest_rank
+        stats[1] += rest_rank
         for j, r in zip(row.items, row.doubled, strict=True):
             delta[j] += r - rest_rank
 

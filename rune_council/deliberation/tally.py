@@ -66,9 +66,11 @@ def _proposals(moves: Sequence[Move]) -> tuple[list[str], dict[str, str], bool]:
 
 
 @dataclass(slots=True)
-class _Counted:
+class Counted:
     """One counted ballot, as small as it can be kept: a tally of 100,000 rankers holds this
-    many at once, and the detail (a model with a dict of points) is made from it on demand."""
+    many at once, and the detail (a model with a dict of points) is made from it on demand.
+    Its points are ``TallyParts.tables[conf][r]`` for each placed item ``active[j]``, with
+    ``(j, r)`` from ``zip(row.items, row.doubled)``."""
 
     ranker: str
     line: int
@@ -86,49 +88,50 @@ class TallyParts:
     def __init__(
         self,
         report: TallyReport,
-        counted: list[_Counted],
+        counted: list[Counted],
         active: list[str],
         tables: dict[float, list[float]],
     ) -> None:
         self.report = report
-        self._counted = counted
-        self._active = active
-        self._tables = tables
+        self.counted = counted  # in line order
+        self.active = active  # the proposals in play, numbered as the rows number them
+        self.tables = tables  # points by doubled rank, one table per conf
 
     def rankers(self) -> Iterator[RankerDetail]:
         """Every ranker's detail, in line order, as ``tally`` reports them."""
-        active = self._active
-        new = RankerDetail.__new__
+        return map(self.detail, self.counted)
+
+    def detail(self, c: Counted) -> RankerDetail:
+        """The detail of one counted ballot."""
+        table = self.tables[c.conf]
+        # Built here from labels and floats the tally made itself; validating 100,000 such
+        # records again cost more than the rest of the tally. Set the way pydantic's own
+        # model_construct sets them, every field given, sharing one record of that.
+        detail = RankerDetail.__new__(RankerDetail)
         put = object.__setattr__
-        for c in self._counted:
-            table = self._tables[c.conf]
-            # Built here from labels and floats the tally made itself; validating 100,000
-            # such records again cost more than the rest of the tally. Set the way pydantic's
-            # own model_construct sets them, every field given, sharing one record of that.
-            detail = new(RankerDetail)
-            put(
-                detail,
-                "__dict__",
-                {
-                    "ranker": c.ranker,
-                    "line": c.line,
-                    "ballot": c.ballot,
-                    "conf": c.conf,
-                    "points": dict(
-                        zip(
-                            map(active.__getitem__, c.row.items),
-                            map(table.__getitem__, c.row.doubled),
-                            strict=True,
-                        )
-                    ),
-                    "mean_spearman": c.mean,
-                    "dissenting": c.dissenting,
-                },
-            )
-            put(detail, "__pydantic_fields_set__", _ALL_SET)
-            put(detail, "__pydantic_extra__", None)
-            put(detail, "__pydantic_private__", None)
-            yield detail
+        put(
+            detail,
+            "__dict__",
+            {
+                "ranker": c.ranker,
+                "line": c.line,
+                "ballot": c.ballot,
+                "conf": c.conf,
+                "points": dict(
+                    zip(
+                        map(self.active.__getitem__, c.row.items),
+                        map(table.__getitem__, c.row.doubled),
+                        strict=True,
+                    )
+                ),
+                "mean_spearman": c.mean,
+                "dissenting": c.dissenting,
+            },
+        )
+        put(detail, "__pydantic_fields_set__", _ALL_SET)
+        put(detail, "__pydantic_extra__", None)
+        put(detail, "__pydantic_private__", None)
+        return detail
 
     def whole(self) -> TallyReport:
         """The report with every ranker's detail in it."""
@@ -290,7 +293,7 @@ class _Borda:
     (its record, its levels without pruned proposals, its places)."""
 
     totals: list[float]
-    rankers: list[_Counted]
+    rankers: list[Counted]
     ballots: list[Sequence[Sequence[str]]]
     rows: list[concordance.Placed]
     points_of: dict[float, list[float]]
@@ -301,13 +304,14 @@ def _borda(rank_moves: Sequence[tuple[str, Move]], active: list[str], gone: set[
     n = len(active)
     index = {p: j for j, p in enumerate(active)}
     totals = [0.0] * n
-    rankers: list[_Counted] = []
+    rankers: list[Counted] = []
     rows: list[concordance.Placed] = []
     # Kept as bytes when the ranks fit in one (up to 127 proposals): a fifth of the memory of
     # lists, which matters at 100,000 rankers.
     compact = 2 * n + 1 < 256
     ballots: list[Sequence[Sequence[str]]] = []
     points_of: dict[float, list[float]] = {}
+    place = concordance.place
     for who, m in rank_moves:
         levels: Sequence[Sequence[str]] = (
             [kept for level in m.ballot if (kept := [x for x in level if x not in gone])]
@@ -315,7 +319,7 @@ def _borda(rank_moves: Sequence[tuple[str, Move]], active: list[str], gone: set[
             else m.ballot
         )
         conf = 1.0 if m.conf is None else m.conf
-        row = concordance.place(levels, index, n)
+        row = place(levels, index, n, small=compact)
         # A run of tied places with doubled rank r earns the mean of their points, n - r/2;
         # one table per conf, so equal points share one float object in a big tally.
         table = points_of.get(conf)
@@ -323,10 +327,8 @@ def _borda(rank_moves: Sequence[tuple[str, Move]], active: list[str], gone: set[
             table = points_of[conf] = [(n - r / 2) * conf for r in range(2 * n + 2)]
         for j, r in zip(row.items, row.doubled, strict=True):
             totals[j] += table[r]
-        if compact:
-            row = concordance.compact(row)
         ballot = m.args[0] if m.args and not gone else ballot_text(levels)
-        rankers.append(_Counted(who, m.line, ballot, conf, row))
+        rankers.append(Counted(who, m.line, ballot, conf, row))
         ballots.append(levels)
         rows.append(row)
     return _Borda(totals, rankers, ballots, rows, points_of)
