@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from .core.contract import ENDED_STATUSES, ArtifactFile, CouncilResult
@@ -79,6 +80,11 @@ class RunRecorder:
         self._stored: tuple[str, ArtifactFile] | None = None
         self._started = False
         self._lock = threading.Lock()
+        # Versions between the first and the last are written by one thread of their own, in
+        # order, so a council's voices are not held up by the disk (a rename and a write per
+        # status change); the first and the final versions are written before write returns.
+        self._writer: ThreadPoolExecutor | None = None
+        self._queued: list[Future[None]] = []
 
     def write(self, result: CouncilResult) -> None:
         # A last net under every redaction upstream: no secret in play and no URL
@@ -88,10 +94,35 @@ class RunRecorder:
             document = self._document(result)
             text = mask_url_credentials(document.model_dump_json(indent=2))
             payload = text.encode("utf-8") + b"\n"
-            durable = result.status in FINAL_STATUSES or not self.path.exists()
-            atomic_write_bytes(self.path, payload, durable=durable)
+            self._settle(wait=False)
+            if result.status in FINAL_STATUSES or self.writes == 0:
+                # The version a crash must not lose: the file a run starts with, and the
+                # one it ends with, after every version queued before it.
+                self._settle(wait=True)
+                atomic_write_bytes(self.path, payload, durable=True)
+            else:
+                if self._writer is None:
+                    self._writer = ThreadPoolExecutor(1, thread_name_prefix="rune-run-file")
+                self._queued.append(
+                    self._writer.submit(atomic_write_bytes, self.path, payload, durable=False)
+                )
             self.writes += 1
             self.bytes_written += len(payload)
+
+    def flush(self) -> None:
+        """Wait until every version handed to ``write`` is on disk; a failed write raises."""
+        with self._lock:
+            self._settle(wait=True)
+
+    def _settle(self, *, wait: bool) -> None:
+        """Drop the queued writes that are done (all of them, ``wait``ing for the rest),
+        raising the first one's error: a disk that fails is told at the next write."""
+        queued = self._queued
+        while queued and (wait or queued[0].done()):
+            queued.pop(0).result()
+        if wait and self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
 
     def _document(self, result: CouncilResult) -> CouncilResult:
         """What goes to disk: ``result`` with its artifact replaced by the sidecar's record.
