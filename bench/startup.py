@@ -12,7 +12,9 @@ families. Each figure is the wall time of a fresh process, median of N:
   through one client, with every start-up and exit saving rune itself makes: the least any
   tool on this stack can spend. The gap between it and rune is the product's own cost
 - single pass: `rune council --yes --json --n 5 --endpoint URL "<q>"`
-- rank: the same with `--deliberate rank` (a ballot round and a chairman call on top)
+- rank: the same with `--deliberate rank` (a ballot round and a chairman call on top: 11
+  calls), the chairman being the first model's endpoint voice under the name rune gives it
+  (`127.0.0.1-PORT:<model>`, read from a warm-up run), checked to have written the synthesis
 
 once with voices that answer at once and once with voices that take 1 s. The ratios are of
 the same run, so a slow or busy machine moves both sides. Each is printed beside its
@@ -223,12 +225,30 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float
     return elapsed, cpu, out.stdout
 
 
-def council_argv(base: str, run_id: str, rank: bool) -> list[str]:
+def council_argv(base: str, run_id: str, chairman: str | None = None) -> list[str]:
+    """A single pass, or with ``chairman`` a rank council that runtime chairs."""
     argv = [sys.executable, "-m", "rune_council.cli", "council", "--yes", "--json"]
     argv += ["--n", "5", "--endpoint", base, "--id", run_id]
-    if rank:
-        argv += ["--deliberate", "rank", "--orchestrator", f"lab:{MODELS[0]}"]
+    if chairman is not None:
+        argv += ["--deliberate", "rank", "--orchestrator", chairman]
     return [*argv, QUESTION]
+
+
+def chairman_of(single_pass: str) -> str:
+    """The runtime name rune gave the first model's endpoint voice: the one to chair."""
+    for voice in json.loads(single_pass)["voices"]:
+        if voice["model"] == MODELS[0]:
+            return str(voice["runtime"])
+    raise SystemExit(f"single pass: no voice of {MODELS[0]} to chair the rank council")
+
+
+def check_chaired(rank_out: str, chairman: str, calls: int) -> None:
+    """A rank figure is one only if the chairman was seated and wrote the synthesis."""
+    synthesis = (json.loads(rank_out).get("deliberation") or {}).get("synthesis") or {}
+    if synthesis.get("by") != chairman or synthesis.get("fallback") is not None:
+        raise SystemExit(f"rank: {chairman} did not chair the council: {synthesis!r:.300}")
+    if calls != 11:
+        raise SystemExit(f"rank: {calls} model calls, not 5 answers + 5 ballots + 1 chairman")
 
 
 def measure(repeat: int) -> dict[str, Any]:
@@ -240,6 +260,9 @@ def measure(repeat: int) -> dict[str, Any]:
             "HOME": str(home),
             "RUNE_COUNCIL_DIR": str(home / ".rune"),
             "NO_PROXY": "*",
+            # The checkout this script is in is the one measured (a baseline's worktree
+            # measures the baseline), not whatever copy is installed.
+            "PYTHONPATH": str(ROOT),
         }
         for delay in (0.0, VOICE_S):
             server = OpenAIServer(
@@ -253,15 +276,17 @@ def measure(repeat: int) -> dict[str, Any]:
                 # One untimed run of each warms the model list cache and the page cache.
                 timed(floor_argv, env, home)
                 timed(stack_argv, env, home)
-                timed(council_argv(base, f"warm-{delay}", False), env, home)
-                timed(council_argv(base, f"warmr-{delay}", True), env, home)
+                chairman = chairman_of(timed(council_argv(base, f"warm-{delay}"), env, home)[2])
+                before = len(server.chat_models())
+                rank_out = timed(council_argv(base, f"warmr-{delay}", chairman), env, home)[2]
+                check_chaired(rank_out, chairman, len(server.chat_models()) - before)
                 rows: dict[str, list[float]] = {}
                 for i in range(repeat):
                     for kind, argv in (
                         ("floor", floor_argv),
                         ("stack", stack_argv),
-                        ("single", council_argv(base, f"s{delay}-{i}", False)),
-                        ("rank", council_argv(base, f"r{delay}-{i}", True)),
+                        ("single", council_argv(base, f"s{delay}-{i}")),
+                        ("rank", council_argv(base, f"r{delay}-{i}", chairman)),
                     ):
                         wall, cpu, out = timed(argv, env, home)
                         if kind == "single" and json.loads(out)["voices_valid"] != 5:
@@ -290,7 +315,7 @@ def steps(base: str, env: dict[str, str], home: Path, repeat: int) -> dict[str, 
     code = STEPS.replace("GROUPS", repr(IMPORT_GROUPS))
     rows: dict[str, list[float]] = {}
     for i in range(repeat):
-        argv = [sys.executable, "-c", code, *council_argv(base, f"st-{i}", False)[3:]]
+        argv = [sys.executable, "-c", code, *council_argv(base, f"st-{i}")[3:]]
         proc = subprocess.run(argv, env=env, cwd=home, capture_output=True, text=True)
         lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("STEPS ")]
         figures = json.loads(lines[-1][6:]) if lines else {}

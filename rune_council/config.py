@@ -267,7 +267,9 @@ class ConfigSource(_Section):
     trusted: bool
     trust_state: Literal["own", "trusted", "changed", "unknown"]
     skipped: tuple[str, ...] = ()
-    settings: CouncilFile = CouncilFile()  # the whole file as written, skipped parts too
+    # The whole file as written, skipped parts too. A factory, so importing this module
+    # builds no file model: a run with no council.toml never needs one.
+    settings: CouncilFile = Field(default_factory=lambda: CouncilFile())
 
 
 class CouncilConfig(CouncilFile):

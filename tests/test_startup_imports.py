@@ -105,13 +105,47 @@ NOT_IN_A_SINGLE_PASS = (
     "rune_council.analytics",
 )
 
+# What a single pass of voices answering as JSON has no use for: the text form of a result,
+# a subagent command's runtime, and (its detection read from today's cache) the adapter of
+# any CLI it did not find.
+NOT_FOR_JSON = ("rune_council.render", "rune_council.deliberation.render")
+BUILTIN_CLIS = (
+    "claude",
+    "codex",
+    "gemini",
+    "qwen",
+    "opencode",
+    "aider",
+    "cline",
+    "amp",
+    "agy",
+    "grok",
+)
+
 # Runs the command line as `rune` does and, at exit (the CLI's exit handlers still run),
-# writes the names of the loaded modules where RUNE_TEST_MODULES says.
+# writes the names of the loaded modules where RUNE_TEST_MODULES says, and those of the
+# pydantic models built by then (their schema generated) beside it.
 PROBE = """
 import atexit, json, os, sys
+def _built():
+    from pydantic import BaseModel
+    seen, todo = set(), [BaseModel]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                todo.append(sub)
+    return sorted(
+        f"{m.__module__}.{m.__qualname__}"
+        for m in seen
+        if m.__module__.startswith("rune_council") and m.__dict__.get("__pydantic_complete__")
+    )
 def _dump():
     with open(os.environ["RUNE_TEST_MODULES"], "w") as out:
         json.dump(sorted(sys.modules), out)
+    if "pydantic" in sys.modules:
+        with open(os.environ["RUNE_TEST_MODULES"] + ".built", "w") as out:
+            json.dump(_built(), out)
 atexit.register(_dump)
 sys.argv = ["rune", *sys.argv[1:]]
 from rune_council.cli import main
@@ -146,6 +180,12 @@ def rune_loading(
     return out, set(json.loads(dump.read_text()))
 
 
+def models_built(tmp: Path) -> set[str]:
+    """The models the last ``rune_loading`` process under ``tmp`` had built."""
+    last = max(tmp.glob("modules-*.json.built"), key=lambda p: int(p.stem.split("-")[1][:-5]))
+    return set(json.loads(last.read_text()))
+
+
 def packages(modules: set[str]) -> set[str]:
     """The third-party top-level packages among ``modules``."""
     tops = {m.split(".")[0] for m in modules}
@@ -178,6 +218,25 @@ def test_a_council_of_cli_voices_loads_no_http_client(tmp_path: Path) -> None:
     )
 
 
+def test_a_council_reusing_its_detection_loads_only_the_adapters_of_the_clis_it_found(
+    tmp_path: Path,
+) -> None:
+    seated = ("claude", "gemini")
+    for name in seated:
+        install_fake(tmp_path / "bin", name, answer=answer(QUESTION, "NO", [ROLLBACK]))
+    ask = ("council", "--json", "--n", "2", QUESTION)
+    _, probing = rune_loading(tmp_path, *ask)
+    # Detection probes every CLI it knows, so the first council loads every adapter ...
+    every = tuple(f"rune_council.runtimes.clis.{n}" for n in BUILTIN_CLIS)
+    assert loaded(probing, every) == list(every)
+
+    out, modules = rune_loading(tmp_path, *ask)
+    assert json.loads(out.stdout)["voices_valid"] == 2
+    # ... and the next, reading today's cache, only those of the CLIs it seats.
+    assert loaded(modules, every) == [f"rune_council.runtimes.clis.{n}" for n in seated]
+    assert loaded(modules, NOT_FOR_JSON) == []
+
+
 @pytest.fixture
 def endpoint() -> Iterator[OpenAIServer]:
     models = ["meta/llama-3.3-70b-instruct", "mistralai/mistral-large-2-instruct"]
@@ -202,6 +261,33 @@ def test_a_council_of_endpoint_voices_loads_the_http_stack_and_no_more(
     assert packages(modules) <= ALLOWED_PACKAGES["http council"], (
         packages(modules) - ALLOWED_PACKAGES["http council"]
     )
+    # Detection came from today's cache and found no CLI: no CLI's adapter is loaded, nor
+    # the text form of the result (--json), nor a subagent command's runtime (none given).
+    assert loaded(modules, tuple(f"rune_council.runtimes.clis.{n}" for n in BUILTIN_CLIS)) == []
+    assert loaded(modules, (*NOT_FOR_JSON, "rune_council.runtimes.subagent")) == []
+
+
+def test_a_single_pass_builds_only_the_models_it_validates_or_writes(
+    tmp_path: Path, endpoint: OpenAIServer
+) -> None:
+    ask = ("council", "--json", "--n", "2", "--endpoint", endpoint.base_url, QUESTION)
+    rune_loading(tmp_path, *ask)
+    out, _ = rune_loading(tmp_path, *ask)
+    assert json.loads(out.stdout)["voices_valid"] == 2
+    built = models_built(tmp_path)
+
+    # What it reads, validates and writes is built: the ask, the request, the settings, the
+    # detection cache and the result.
+    contract = "rune_council.core.contract."
+    for needed in ("PerspectiveRequest", "RuntimesFile", "CouncilResult", "VoiceAnswer"):
+        assert contract + needed in built
+    assert {"rune_council.council.intake.Ask", "rune_council.config.CouncilConfig"} <= built
+    # Not what no part of it uses: a door's defaults (there are none), a council.toml's model
+    # (there is none), the deliberation's results (a single pass has none).
+    assert "rune_council.council.intake.AskDefaults" not in built
+    assert "rune_council.config.CouncilFile" not in built
+    for unused in ("Deliberation", "VoteResult", "RankResult", "Synthesis", "RiskRegister"):
+        assert contract + unused not in built
 
 
 def test_the_http_voice_module_does_not_load_httpx_command_line_tool() -> None:

@@ -1,6 +1,9 @@
-"""``rune council "<question>"`` and ``rune council detect``."""
+"""``rune council "<question>"`` and ``rune council detect``.
 
-from __future__ import annotations
+The annotations here are evaluated where they are written, not postponed: Typer reads every
+option of a command from them, and a postponed one is a string it must compile and evaluate
+again in each process (32 of them for a council, some 5 ms of every run).
+"""
 
 import json
 import os
@@ -148,8 +151,6 @@ def run_command(
 ) -> None:
     from ..core.paths import RuneDir
     from ..council.intake import FLAGS, Door, parse_ask, prepare
-    from ..deliberation.render import render_deliberation
-    from ..render import render
     from .consent_prompt import external_consent
     from .live import progress
     from .signals import terminating_signals
@@ -220,6 +221,10 @@ def run_command(
     if as_json:
         echo_json(result.model_dump_json(indent=2))
     else:
+        # The text form's modules, only for the text form.
+        from ..deliberation.render import render_deliberation
+        from ..render import render
+
         echo(render(result) + render_deliberation(result))
     code = exit_code_for_status(result.shown_status())
     if code == ExitCode.NO_VERDICT and not as_json:
@@ -231,7 +236,7 @@ def run_command(
         raise typer.Exit(code)
 
 
-def no_voice_hint(result: CouncilResult, given: Mapping[str, Any]) -> str:
+def no_voice_hint(result: "CouncilResult", given: Mapping[str, Any]) -> str:
     """What to try when no voice answered, naming only what was not already tried: a flag
     the user gave (or consent already granted) is not suggested again."""
     consented = (result.runtime_report.consent or "").startswith("granted")

@@ -62,6 +62,7 @@ from .request import ARTIFACT_READ_CAP, UNSERVED, new_run_id, parse_request, ref
 if TYPE_CHECKING:
     from ..config import CouncilConfig
     from ..endpoints import EndpointSetup
+    from ..runtimes.subagent import CommandRuntime
 
 # Where each flat key lands in the PerspectiveRequest. The same table gives the key its
 # bounds (``_key``) and tells the request's complaints back in the caller's words
@@ -138,8 +139,9 @@ def _key(name: str, description: str | None = None) -> Any:
 
 class _Keys(BaseModel):
     # An unknown key is an error naming the closest valid one (``unknown_key``), never
-    # something quietly ignored.
-    model_config = ConfigDict(extra="forbid")
+    # something quietly ignored. Built on first use: a door that never parses an ask of
+    # this kind (a server's empty defaults) does not pay for its schema.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def _path_shorthand(value: Any) -> Any:
@@ -452,7 +454,9 @@ class Door:
     rune_dir: str | os.PathLike[str] | None = None
     artifact_root: Path | None = field(default_factory=Path.cwd)
     trusted_caller: bool = True
-    defaults: AskDefaults = field(default_factory=AskDefaults)
+    # No defaults, made without validating (there is nothing to validate): a door with none
+    # never builds the model.
+    defaults: AskDefaults = field(default_factory=lambda: AskDefaults.model_construct())
     env: Mapping[str, str] | None = None
     config: CouncilConfig | None = None
     spelling: Mapping[str, str] = field(default_factory=dict)
@@ -554,6 +558,8 @@ class Prepared:
 
 def _given(keys: AskDefaults) -> dict[str, Any]:
     """The keys a caller set to something; an explicit null means "not set"."""
+    if not keys.model_fields_set:
+        return {}
     data = keys.model_dump(mode="json", exclude_unset=True, exclude_none=True)
     for own in ("question", "id", "request"):
         data.pop(own, None)
@@ -715,7 +721,6 @@ def prepare(ask: Ask, door: Door | None = None) -> Prepared:
     """
     from ..config import load_config
     from ..consent import decide
-    from ..runtimes.subagent import CommandRuntime
     from .templates import apply_template, find_chain, find_template
 
     door = door or Door()
@@ -777,6 +782,8 @@ def prepare(ask: Ask, door: Door | None = None) -> Prepared:
     commands: dict[str, CommandRuntime] = {}
     for key, name in (("subagent_cmd", "subagent-cmd"), ("orchestrator_cmd", "orchestrator-cmd")):
         if key in settings:
+            from ..runtimes.subagent import CommandRuntime
+
             try:
                 commands[key] = CommandRuntime.from_command_line(settings[key], name=name)
             except CouncilError as exc:

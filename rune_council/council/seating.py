@@ -15,7 +15,6 @@ from ..core.contract import DetectedRuntime, RuntimeReport
 from ..core.errors import RequestError
 from ..core.paths import RuneDir
 from ..core.runtime import Runtime
-from ..runtimes.subagent import CommandRuntime, FunctionRuntime
 from .lifecycle import now
 from .options import CouncilOptions
 
@@ -30,6 +29,8 @@ def as_runtime(
 ) -> Runtime:
     if isinstance(given, Runtime):
         return given
+    from ..runtimes.subagent import FunctionRuntime
+
     return FunctionRuntime(
         fn=given,
         name=name,
@@ -60,6 +61,9 @@ def chosen_subagent(options: CouncilOptions, config: CouncilConfig) -> Runtime |
     if command is None:
         return None
     family = options.subagent_family or config.subagent.family or "unknown"
+    # Loaded only for a council that has a subagent command.
+    from ..runtimes.subagent import CommandRuntime
+
     return CommandRuntime.from_command_line(
         command,
         model_family=family,

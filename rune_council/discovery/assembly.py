@@ -7,8 +7,10 @@ into a runtime, and applies the consent gate: without consent no external CLI is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import ChainMap
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..config import CouncilConfig, load_config
 from ..consent import HOW_TO_GRANT, Consent, decide
@@ -30,11 +32,13 @@ def allowed_env(config: CouncilConfig) -> tuple[str, ...]:
     return config.env.allow
 
 
-def all_adapters(config: CouncilConfig) -> dict[str, CliAdapter]:
+def all_adapters(config: CouncilConfig) -> Mapping[str, CliAdapter]:
     """The built-in adapters, the installed plug-ins' and every user-defined runtime
-    (validated); the user's own definition wins over a plug-in's of the same name."""
+    (validated); the user's own definition wins over a plug-in's of the same name. A
+    built-in one is loaded only when it is looked up (``runtimes.clis``)."""
     user = {a.name: a for a in load_user_runtimes(config)}
-    return {**BUILTIN, **plugin_adapters(), **user}
+    # A ChainMap writes only to its first map, so the read-only built-ins are safe last.
+    return ChainMap(user, plugin_adapters(), cast("MutableMapping[str, CliAdapter]", BUILTIN))
 
 
 async def detect_configured(
@@ -57,7 +61,7 @@ async def detect_configured(
         rune_dir,
         refresh=refresh,
         env=env,
-        adapters=list(adapters.values()),
+        adapters=adapters,
         config_digest=digest,
         notes=notes,
     )

@@ -375,15 +375,18 @@ def _redetected_note(old: DetectedRuntime, new: DetectedRuntime, why: str) -> st
 async def _refresh_stale(
     report: RuntimesFile,
     env: Mapping[str, str],
-    adapters: Sequence[CliAdapter],
+    by_name: Mapping[str, CliAdapter],
     notes: list[str],
 ) -> bool:
     """Probes again, in place, every cached entry that no longer holds; whether any did."""
-    by_name = {a.name: a for a in adapters}
     search = _search_path(env, report.login_path)
     stale: list[tuple[int, CliAdapter, str]] = []
     for i, item in enumerate(report.detected):
-        adapter = by_name.get(item.runtime) if item.via is None else None
+        # A CLI not found then stays so until --refresh or tomorrow (``_stale``): its
+        # adapter is not even loaded.
+        if item.via is not None or item.path is None:
+            continue
+        adapter = by_name.get(item.runtime)
         if adapter is None:
             continue
         why = _stale(item, adapter, env, search)
@@ -403,32 +406,39 @@ async def detect(
     *,
     refresh: bool = False,
     env: Mapping[str, str] | None = None,
-    adapters: Sequence[CliAdapter] | None = None,
+    adapters: Mapping[str, CliAdapter] | Sequence[CliAdapter] | None = None,
     config_digest: str | None = None,
     notes: list[str] | None = None,
 ) -> tuple[RuntimesFile, bool]:
     """The runtime report and whether it came from the cache.
 
-    ``adapters`` defaults to the built-in ones; pass user-defined ones too (with the
-    ``config_digest`` of their definitions, so an edited definition is probed afresh).
-    ``notes`` gains a line for a cache that was not used and for each cached entry that
-    had to be probed again, and why.
+    ``adapters`` (by name, or a list) defaults to the built-in ones; pass user-defined ones
+    too (with the ``config_digest`` of their definitions, so an edited definition is probed
+    afresh). ``notes`` gains a line for a cache that was not used and for each cached entry
+    that had to be probed again, and why. Reusing the cache looks up only the adapters of
+    the CLIs it found.
     """
     notes = [] if notes is None else notes
     env = dict(os.environ) if env is None else env
-    chosen = list(BUILTIN.values()) if adapters is None else list(adapters)
+    by_name: Mapping[str, CliAdapter]
+    if adapters is None:
+        by_name = BUILTIN
+    elif isinstance(adapters, Mapping):
+        by_name = adapters
+    else:
+        by_name = {a.name: a for a in adapters}
     if not refresh:
         cached, why = _read_cache(rune_dir, config_digest, env)
         if why:
             notes.append(why)
         if cached is not None and not _bridge_stale(cached, env):
             # An entry probed again makes the report not wholly today's cache any more.
-            if refreshed := await _refresh_stale(cached, env, chosen, notes):
+            if refreshed := await _refresh_stale(cached, env, by_name, notes):
                 cached.checked_at = _now()
-            if await _recheck_auth(cached, env, chosen) or refreshed:
+            if await _recheck_auth(cached, env, by_name) or refreshed:
                 _save(rune_dir, cached, env)
             return cached, not refreshed
-    report = await detect_runtimes(env, chosen, config_digest=config_digest)
+    report = await detect_runtimes(env, list(by_name.values()), config_digest=config_digest)
     _save(rune_dir, report, env)
     return report, False
 
@@ -440,17 +450,18 @@ def _save(rune_dir: RuneDir, report: RuntimesFile, env: Mapping[str, str] | None
 
 
 async def _recheck_auth(
-    report: RuntimesFile, env: Mapping[str, str] | None, adapters: Sequence[CliAdapter] | None
+    report: RuntimesFile, env: Mapping[str, str] | None, by_name: Mapping[str, CliAdapter]
 ) -> bool:
     """Checks again, in place, the auth of every cached entry whose files or variables have
     changed since (a login, a key set after the fix was shown); whether any was."""
     env = dict(os.environ) if env is None else env
-    by_name = {a.name: a for a in (adapters or BUILTIN.values())}
     search = _search_path(env, report.login_path)
     stale = []
     for i, item in enumerate(report.detected):
-        adapter = by_name.get(item.runtime) if item.via is None else None
-        if adapter is None or item.auth is None or item.path is None:
+        if item.via is not None or item.auth is None or item.path is None:
+            continue
+        adapter = by_name.get(item.runtime)
+        if adapter is None:
             continue
         if not unchanged(item.auth_files, item.auth_vars, adapter_env(adapter, env)):
             stale.append((i, adapter, item.path))
