@@ -13,6 +13,7 @@ import pytest
 
 from tests.helpers import answer, claim
 from tests.http_server import Behaviour, OpenAIServer, answering
+from tests.private_dirs import private_base
 
 Q = "Should we shard the orders table?"
 KEY = "sk-cli-PLANTED-55aa11bb22"
@@ -111,22 +112,32 @@ def test_a_bad_endpoint_argument_is_bad_input(tmp_path: Path) -> None:
     assert "neither an http(s) base URL nor a known endpoint" in out.stderr
 
 
-def test_subagent_endpoint_and_refresh_models_flags(tmp_path: Path, server: OpenAIServer) -> None:
+@pytest.fixture
+def cache_home() -> Iterator[str]:
+    """An XDG_CACHE_HOME no other user can write: where the model lists are kept."""
+    with private_base() as private:
+        yield str(private / "cache")
+
+
+def test_subagent_endpoint_and_refresh_models_flags(
+    tmp_path: Path, server: OpenAIServer, cache_home: str
+) -> None:
     args = ["council", "--json", "--subagent-endpoint", server.base_url]
-    first = rune(tmp_path, *args, "--subagent-model", QWEN, "--id", "sa1", Q)
+    cache = {"XDG_CACHE_HOME": cache_home}
+    first = rune(tmp_path, *args, "--subagent-model", QWEN, "--id", "sa1", Q, **cache)
     assert first.returncode == 0, first.stderr
     doc = json.loads(first.stdout)
     assert {v["model"] for v in doc["voices"]} == {QWEN}
     assert {v["source"] for v in doc["voices"]} == {"subagent"}
     assert server.models_calls == 1
-    rune(tmp_path, *args, "--id", "sa2", Q)
+    rune(tmp_path, *args, "--id", "sa2", Q, **cache)
     assert server.models_calls == 1  # cached
-    rune(tmp_path, *args, "--refresh-models", "--id", "sa3", Q)
+    rune(tmp_path, *args, "--refresh-models", "--id", "sa3", Q, **cache)
     assert server.models_calls == 2
 
 
 def test_endpoints_lists_the_ranked_models_with_families_and_no_key(
-    tmp_path: Path, server: OpenAIServer
+    tmp_path: Path, server: OpenAIServer, cache_home: str
 ) -> None:
     server.models.append("nvidia/nv-embedqa-e5-v5")
     (tmp_path / ".rune").mkdir()
@@ -135,7 +146,7 @@ def test_endpoints_lists_the_ranked_models_with_families_and_no_key(
         f'prefer = ["{GEMMA}"]\nexclude = ["{MISTRAL}"]\n'
     )
     assert rune(tmp_path, "council", "trust").returncode == 0  # it names a key: the user's call
-    out = rune(tmp_path, "council", "endpoints", LAB_KEY=KEY)
+    out = rune(tmp_path, "council", "endpoints", LAB_KEY=KEY, XDG_CACHE_HOME=cache_home)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith(f"lab  {server.base_url}  key: $LAB_KEY  (models listed at ")
@@ -145,7 +156,10 @@ def test_endpoints_lists_the_ranked_models_with_families_and_no_key(
     assert KEY not in out.stdout + out.stderr
     assert server.chat_models() == []  # listing asks no model anything
 
-    doc = json.loads(rune(tmp_path, "council", "endpoints", "--json", LAB_KEY=KEY).stdout)
+    listed = rune(
+        tmp_path, "council", "endpoints", "--json", LAB_KEY=KEY, XDG_CACHE_HOME=cache_home
+    )
+    doc = json.loads(listed.stdout)
     assert doc[0]["models_from"] == "model list cached"
     assert server.models_calls == 1
     missing = rune(tmp_path, "council", "endpoints")

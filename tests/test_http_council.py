@@ -27,6 +27,7 @@ from tests.helpers import (
     council_result_schema,
 )
 from tests.http_server import Behaviour, OpenAIServer, answering
+from tests.private_dirs import private_base
 
 SCHEMA = council_result_schema()
 Q = QUESTION
@@ -55,20 +56,24 @@ def server() -> Iterator[OpenAIServer]:
 
 
 @pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     # Endpoint voices are external dispatch: grant consent explicitly.
     monkeypatch.setenv("RUNE_COUNCIL_ALLOW_EXTERNAL", "1")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    return {
-        "rune": tmp_path / ".rune",
-        "env": {
-            "PATH": f"{bin_dir}:/usr/bin:/bin",
-            "HOME": str(tmp_path),
-            "LAB_KEY": KEY,
-            "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
-        },
-    }
+    # The model lists are kept per user, in a cache no other user can write.
+    with private_base() as private:
+        yield {
+            "rune": tmp_path / ".rune",
+            "cache": private / "cache",
+            "env": {
+                "PATH": f"{bin_dir}:/usr/bin:/bin",
+                "HOME": str(tmp_path),
+                "XDG_CACHE_HOME": str(private / "cache"),
+                "LAB_KEY": KEY,
+                "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
+            },
+        }
 
 
 def lab(server: OpenAIServer, **extra: Any) -> EndpointSpec:
@@ -142,7 +147,8 @@ def test_a_second_run_within_six_hours_does_not_list_models_again(
     assert server.models_calls == 2
 
     # Seven hours later the cache is stale and the list is fetched again.
-    path = cache_path(RuneDir(world["rune"]), lab(server))
+    path = cache_path(lab(server), world["env"])
+    assert path is not None and path.is_relative_to(world["cache"])
     doc = json.loads(path.read_text())
     old = dt.datetime.now(dt.UTC) - dt.timedelta(hours=7)
     doc["fetched_at"] = old.isoformat(timespec="seconds")
@@ -196,7 +202,7 @@ def test_a_planted_key_reaches_the_server_and_nothing_we_write(
         result = run(world, EndpointSetup(endpoints=(lab(server),)), "k1")
     assert {s.authorization for s in server.requests()} == {f"Bearer {KEY}"}
     assert result.voices[1].attempts[0].outcome == "http_status"
-    written = [p for p in world["rune"].rglob("*") if p.is_file()]
+    written = [p for d in ("rune", "cache") for p in world[d].rglob("*") if p.is_file()]
     assert any(p.name.startswith("models-lab-") for p in written)  # the discovery cache
     assert any(p.name == "run-k1.json" for p in written)
     for path in written:

@@ -84,7 +84,7 @@ async def _prepare(
     # their config: a project's .rune/ is not theirs.
     formats = UserFormatMemory.for_user(env)
     client = EndpointClient(spec.name, spec.base_url, key, backoff=backoff, formats=formats)
-    found = await discover(spec, client, rune_dir, refresh=refresh)
+    found = await discover(spec, client, env, refresh=refresh)
     if found.note:
         notes.append(found.note)
     ranked = rank_models(

@@ -1,25 +1,32 @@
 """Which models an endpoint serves: ``GET /models``, cached per endpoint for six hours.
 
-The cache lives in ``<rune dir>/endpoints/`` and holds the endpoint's name, base URL, the
-time of the fetch and the model ids: never the key or anything from a request header. When
-a live fetch fails, the last cache (however old) and then the configured models stand in,
-and the returned note says which.
+The cache holds the endpoint's name, base URL, the time of the fetch and the model ids:
+never the key or anything from a request header. It is the user's own, kept in a directory
+only they can write (``scratch.private_dir``: ``$XDG_RUNTIME_DIR/rune-council/endpoints``
+or ``~/.cache/rune-council/endpoints``), never in a project's ``.rune/``: a cloned
+repository can ship anything there, and a planted list would have its names seated and
+shown as models the endpoint serves. One in ``.rune/endpoints/`` is not read. When a live
+fetch fails, the last cache (however old) and then the configured models stand in, and the
+returned note says which.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..core.errors import EndpointCallError
-from ..core.paths import RuneDir
+from ..core.errors import CouncilError, EndpointCallError
 from ..files import atomic_write_json
 from ..runtimes.http import EndpointClient
+from ..runtimes.scratch import private_dir
 from ..safefile import read_capped
 from .config import EndpointSpec
 
@@ -31,7 +38,7 @@ Source = Literal["cache", "live", "stale-cache", "configured", "none"]
 
 
 class ModelsCache(BaseModel):
-    """``<rune dir>/endpoints/models-<name>-<url hash>.json``."""
+    """``<the user's private dir>/endpoints/models-<name>-<url hash>.json``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -50,19 +57,27 @@ class Discovery:
     note: str | None = None
 
 
-def cache_path(rune_dir: RuneDir, spec: EndpointSpec) -> Path:
+def cache_path(spec: EndpointSpec, env: Mapping[str, str] | None = None) -> Path | None:
+    """Where this user keeps the endpoint's model list under ``env``; None when there is no
+    directory private to them (then lists are fetched each time and never kept)."""
+    where = private_dir(CACHE_DIR, os.environ if env is None else env)
+    if where is None:
+        return None
     # The hash keeps two endpoints that share a name (a flag and a config) apart.
     digest = hashlib.sha256(spec.base_url.encode()).hexdigest()[:12]
-    return rune_dir.subdir(CACHE_DIR) / f"models-{spec.name}-{digest}.json"
+    return Path(where) / f"models-{spec.name}-{digest}.json"
 
 
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def read_cache(rune_dir: RuneDir, spec: EndpointSpec) -> ModelsCache | None:
+def read_cache(spec: EndpointSpec, env: Mapping[str, str] | None = None) -> ModelsCache | None:
+    path = cache_path(spec, env)
+    if path is None:
+        return None
     try:
-        raw, _cut = read_capped(cache_path(rune_dir, spec), 8_000_000)
+        raw, _cut = read_capped(path, 8_000_000)
         cached = ModelsCache.model_validate_json(raw)
     except (OSError, ValidationError, ValueError):
         return None
@@ -84,7 +99,7 @@ def is_fresh(cached: ModelsCache, now: dt.datetime) -> bool:
 async def discover(
     spec: EndpointSpec,
     client: EndpointClient,
-    rune_dir: RuneDir,
+    env: Mapping[str, str],
     *,
     refresh: bool = False,
     now: dt.datetime | None = None,
@@ -92,7 +107,7 @@ async def discover(
     if not spec.discover:
         return Discovery(list(spec.models), "configured")
     moment = now or _utcnow()
-    cached = read_cache(rune_dir, spec)
+    cached = read_cache(spec, env)
     if cached is not None and not refresh and is_fresh(cached, moment):
         return Discovery(list(cached.models), "cache", cached.fetched_at)
     try:
@@ -118,5 +133,9 @@ async def discover(
     record = ModelsCache(
         endpoint=spec.name, base_url=spec.base_url, fetched_at=fetched_at, models=models
     )
-    atomic_write_json(cache_path(rune_dir, spec), record.model_dump(mode="json"))
+    path = cache_path(spec, env)
+    if path is not None:
+        # A list that cannot be kept is fetched again next time; the run goes on.
+        with contextlib.suppress(OSError, CouncilError):
+            atomic_write_json(path, record.model_dump(mode="json"))
     return Discovery(models, "live", fetched_at)

@@ -17,6 +17,11 @@ each only if no directory from it up to ``/`` can be written by another user: a 
 owned by someone other than this user or root, writable by every user, or writable by a group
 someone else is in, fails. When neither qualifies, a 0700 directory of the user's own under
 the temporary root is the last resort, and ``scratch_note`` says what that leaves open.
+
+What the user's own commands keep between runs and a project must not supply (the model
+lists endpoints served) goes beside the root, found by the same rule (``private_dir``):
+``$XDG_RUNTIME_DIR/rune-council/<name>``, else ``~/.cache/rune-council/<name>``; with
+neither, it is not kept at all.
 """
 
 from __future__ import annotations
@@ -25,17 +30,27 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["FALLBACK_PREFIX", "ScratchRoot", "scratch_note", "scratch_root", "sweep_roots"]
+__all__ = [
+    "FALLBACK_PREFIX",
+    "ScratchRoot",
+    "private_dir",
+    "scratch_note",
+    "scratch_root",
+    "sweep_roots",
+]
 
 _DIR_FLAGS = (
     os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 )
 # The last resort is ``<temporary root>/rune-council-scratch-<uid>``.
 FALLBACK_PREFIX = "rune-council-scratch-"
-_RUNTIME_PARTS = ("rune-council",)
-_CACHE_PARTS = ("rune-council", "scratch")
+_APP = "rune-council"
+# The voices' own root has no name of its own under $XDG_RUNTIME_DIR, and "scratch" under
+# the cache directory.
+_SCRATCH = "scratch"
 
 
 @dataclass(frozen=True)
@@ -55,15 +70,40 @@ def scratch_root() -> ScratchRoot:
     """The root a voice's directories are made in now, created if it is missing."""
     if not hasattr(os, "getuid"):
         return ScratchRoot(tempfile.gettempdir())  # a per-user temporary root elsewhere
+    chosen = _choose(os.environ, None)
+    if chosen.private:
+        return chosen
+    fallback = _fallback()
+    return ScratchRoot(fallback if _own_private_dir(fallback, create=True) else _temp(), chosen.why)
+
+
+def private_dir(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """A directory only this user can write, for state named ``name`` that this user's own
+    commands keep and no project may supply, found under ``env`` (default: this process's)
+    by the scratch root's rule and created if missing: ``$XDG_RUNTIME_DIR/rune-council/<name>``,
+    else ``<cache>/rune-council/<name>``, each only when nothing above it can be written by
+    another user. None when neither qualifies: such state is optional, so unlike a voice's
+    directory it gets no last resort and is simply not kept."""
+    if not name or os.sep in name or name in (os.curdir, os.pardir, _SCRATCH):
+        raise ValueError(f"not a directory name of its own: {name!r}")
+    if not hasattr(os, "getuid"):
+        return None
+    chosen = _choose(os.environ if env is None else env, name)
+    return chosen.path if chosen.private else None
+
+
+def _choose(env: Mapping[str, str], name: str | None) -> ScratchRoot:
+    """The first private candidate (for ``name``, or the voices' root), made if missing; or
+    why none qualified."""
     refused: list[str] = []
-    for path, unfit in _candidates():
+    for path, unfit in _candidates(env, name):
         problem = unfit or _make_private(path)
         if problem is None:
             return ScratchRoot(path)
         refused.append(problem)
-    why = "; ".join(refused) or "neither $XDG_RUNTIME_DIR nor a home directory is set"
-    fallback = _fallback()
-    return ScratchRoot(fallback if _own_private_dir(fallback, create=True) else _temp(), why)
+    return ScratchRoot(
+        "", "; ".join(refused) or "neither $XDG_RUNTIME_DIR nor a home directory is set"
+    )
 
 
 def scratch_note() -> str | None:
@@ -89,7 +129,7 @@ def sweep_roots() -> list[str]:
     except the temporary root, where the sweep's own checks still hold."""
     found: list[str] = []
     if hasattr(os, "getuid"):
-        for path, unfit in _candidates():
+        for path, unfit in _candidates(os.environ, None):
             if unfit is None and _own_private_dir(path, create=False):
                 found.append(path)
         if _own_private_dir(_fallback(), create=False):
@@ -106,24 +146,24 @@ def _fallback() -> str:
     return os.path.join(_temp(), f"{FALLBACK_PREFIX}{os.getuid()}")
 
 
-def _candidates() -> list[tuple[str, str | None]]:
-    """The private roots in order, each with why it cannot be one before anything is made
-    (None when it may)."""
+def _candidates(env: Mapping[str, str], name: str | None) -> list[tuple[str, str | None]]:
+    """The private places in order (for ``name``, or the voices' root), each with why it
+    cannot be one before anything is made (None when it may)."""
     found: list[tuple[str, str | None]] = []
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    runtime = env.get("XDG_RUNTIME_DIR", "")
     if runtime:
         unfit = (
             None
             if _runtime_dir_ok(runtime)
             else (f"$XDG_RUNTIME_DIR ({runtime}) is not a 0700 directory of this user's")
         )
-        found.append((os.path.join(runtime, *_RUNTIME_PARTS), unfit))
-    cache = os.environ.get("XDG_CACHE_HOME", "")
+        found.append((os.path.join(runtime, _APP, *([name] if name else [])), unfit))
+    cache = env.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(cache):
-        home = os.path.expanduser("~")
+        home = env.get("HOME") or os.path.expanduser("~")
         cache = os.path.join(home, ".cache") if os.path.isabs(home) else ""
     if cache:
-        found.append((os.path.join(cache, *_CACHE_PARTS), None))
+        found.append((os.path.join(cache, _APP, name or _SCRATCH), None))
     return found
 
 
