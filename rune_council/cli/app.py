@@ -207,21 +207,39 @@ def load_only_what_runs(argv: Sequence[str]) -> None:
         council_app.only(name)
 
 
+# What a line of plain printable ASCII holds besides its printable characters: newline and
+# tab, which ``plain`` keeps, and carriage return, which a JSON serializer may write between
+# tokens and ``json_text`` keeps. Text made only of these holds no escape sequence and no
+# character either filter removes or escapes, so only its URL credentials are left to mask;
+# a bytes table deletes the allowed bytes in one C pass, where the filters' regular
+# expressions look at every character (a third of a second for a 40 MB tally).
+_PRINTABLE = bytes(range(0x20, 0x7F))
+_PLAIN_KEEP = _PRINTABLE + b"\n\t"
+_JSON_KEEP = _PLAIN_KEEP + b"\r"
+
+
+def _only(text: str, allowed: bytes) -> bool:
+    """Whether ``text`` is ASCII made of ``allowed`` bytes only."""
+    return text.isascii() and not text.encode("ascii").translate(None, allowed)
+
+
 def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
     """Print text for a person: no escape sequence, control character (but newline and tab)
     or URL credential in ``message`` reaches the terminal (``safetext.plain``)."""
-    from ..core.safetext import plain
+    from ..core.safetext import mask_url_credentials, plain
 
-    typer.echo(plain(message), err=err, nl=nl)
+    shown = mask_url_credentials(message) if _only(message, _PLAIN_KEEP) else plain(message)
+    typer.echo(shown, err=err, nl=nl)
 
 
 def echo_json(document: str | bytes, *, nl: bool = True) -> None:
     """Print a serialized JSON document on stdout, every control character in it escaped
     so a terminal shows it inert and a program reads the same values (``safetext.json_text``)."""
-    from ..core.safetext import json_text
+    from ..core.safetext import json_text, mask_url_credentials
 
     text = document.decode("utf-8", "replace") if isinstance(document, bytes) else document
-    typer.echo(json_text(text), nl=nl)
+    shown = mask_url_credentials(text) if _only(text, _JSON_KEEP) else json_text(text)
+    typer.echo(shown, nl=nl)
 
 
 def fail(message: str, code: int) -> typer.Exit:
