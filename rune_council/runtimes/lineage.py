@@ -39,6 +39,7 @@ __all__ = [
     "child_setup",
     "current_run_marker",
     "ensure_subreaper",
+    "find_lineage",
     "kill_if_voice",
     "kill_marked",
     "kill_recorded",
@@ -48,6 +49,8 @@ __all__ = [
     "next_voice_marker",
     "reap_adopted",
     "run_marker",
+    "start_ticks",
+    "table_readable",
     "track",
     "untrack",
 ]
@@ -276,10 +279,94 @@ def _environ_has(pid: int, needle: bytes) -> bool:
     return needle in data
 
 
+def _needle(marker: str, *, prefix: bool) -> bytes:
+    return f"\0{MARKER_VAR}={marker}{'' if prefix else chr(0)}".encode()
+
+
+def table_readable() -> bool:
+    """Whether ``find_lineage`` can read the process table itself (Linux's /proc)."""
+    return sys.platform.startswith("linux") and os.path.isdir("/proc/self")
+
+
+def _stat(pid: int) -> tuple[int, int, int, bool] | None:
+    """(parent pid, process group, start in clock ticks since boot, is a zombie) of ``pid``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read(4096)
+    except OSError:
+        return None
+    # The command name is in parentheses and may itself hold spaces or parentheses.
+    fields = data[data.rfind(b")") + 2 :].split()
+    try:
+        return int(fields[1]), int(fields[2]), int(fields[19]), fields[0] in (b"Z", b"X")
+    except (IndexError, ValueError):
+        return None
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in the clock ticks ``find_lineage`` compares (Linux only)."""
+    row = _stat(pid)
+    return None if row is None else row[2]
+
+
+def find_lineage(root: int, pgid: int, marker: str | None, *, not_before: int = 0) -> list[int]:
+    """Pids of every live process of one voice, from a single read of /proc (Linux only).
+
+    A process is the voice's when it descends from ``root``, is in process group ``pgid``, or
+    (``marker`` given) carries the voice's marker in its environment: the marker finds what
+    left both the group and the parent chain. ``not_before`` is the root's own start (from
+    ``start_ticks``): a marker is inherited, so a process that started earlier cannot carry it,
+    and its environment is not read. Zombies are left out; they hold nothing.
+    """
+    me = os.getpid()
+    uid = os.getuid()
+    needle = None if marker is None else _needle(marker, prefix=False)
+    children: dict[int, list[int]] = {}
+    found: set[int] = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid == me:
+            continue
+        row = _stat(pid)
+        if row is None or row[3]:
+            continue
+        ppid, group, started, _ = row
+        children.setdefault(ppid, []).append(pid)
+        if group == pgid or (
+            needle is not None
+            and started >= not_before
+            and _own(pid, uid)
+            and _environ_has(pid, needle)
+        ):
+            found.add(pid)
+    seen = {root}
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                found.add(child)
+                stack.append(child)
+    return sorted(found)
+
+
+def _own(pid: int, uid: int) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == uid
+    except OSError:
+        return False
+
+
 def marked_processes(marker: str, *, prefix: bool = False) -> list[psutil.Process]:
     """Live processes whose environment carries ``marker`` (or, with ``prefix``, any marker
     that starts with it)."""
-    needle = f"\0{MARKER_VAR}={marker}{'' if prefix else chr(0)}".encode()
+    needle = _needle(marker, prefix=prefix)
     me = os.getpid()
     found: list[psutil.Process] = []
     if sys.platform.startswith("linux"):

@@ -213,9 +213,17 @@ class _ProcessTree:
         self.root: psutil.Process | None = None
         with contextlib.suppress(psutil.Error):
             self.root = psutil.Process(pid)
+        # Where /proc can be read, one pass over it finds the descendants, the group and the
+        # marked processes together; elsewhere psutil answers each question separately.
+        self.table = lineage.table_readable()
+        started = lineage.start_ticks(pid) if self.table else None
+        self.not_before = 0 if started is None else started
 
     def record_descendants(self) -> None:
         if self.root is None:
+            return
+        if self.table:
+            self._remember(lineage.find_lineage(self.pgid, self.pgid, None))
             return
         try:
             descendants = self.root.children(recursive=True)
@@ -226,14 +234,29 @@ class _ProcessTree:
             # is replaced here and is never signalled by mistake.
             self.known[proc.pid] = proc
 
+    def _remember(self, pids: Iterable[int]) -> list[psutil.Process]:
+        found: list[psutil.Process] = []
+        for pid in pids:
+            with contextlib.suppress(psutil.Error):
+                found.append(psutil.Process(pid))
+        for proc in found:
+            self.known[proc.pid] = proc
+        return found
+
     def members(self) -> list[psutil.Process]:
         # The marker in the environment finds descendants that left both the group and the
         # parent chain (double fork + setsid + closed stdio) before we recorded them.
-        candidates = [
-            *self.known.values(),
-            *_group_members(self.pgid),
-            *lineage.marked_processes(self.marker),
-        ]
+        if self.table:
+            found = lineage.find_lineage(
+                self.pgid, self.pgid, self.marker, not_before=self.not_before
+            )
+            candidates = [*self.known.values(), *self._remember(found)]
+        else:
+            candidates = [
+                *self.known.values(),
+                *_group_members(self.pgid),
+                *lineage.marked_processes(self.marker),
+            ]
         if self.root is not None:
             candidates.append(self.root)
         unique = {(p.pid, _create_time(p)): p for p in candidates}
@@ -241,8 +264,10 @@ class _ProcessTree:
 
     async def kill(self, grace_s: float) -> None:
         # Collect before signalling: once a parent dies its children are reparented and no
-        # longer show up as descendants of the root.
-        self.record_descendants()
+        # longer show up as descendants of the root. The single pass of ``members`` already
+        # follows the parent chain.
+        if not self.table:
+            self.record_descendants()
         members = self.members()
         try:
             await _terminate(members, grace_s, pgid=self.pgid)
