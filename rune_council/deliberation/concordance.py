@@ -153,7 +153,37 @@ def mean_spearman(ballots: Sequence[Ballot], items: Sequence[str]) -> list[float
     return concordance_of([place(b, index, len(items)) for b in ballots], len(items))[1]
 
 
-def concordance_of(rows: Sequence[Placed], n: int) -> tuple[float | None, list[float | None]]:
+# Per tie class (the sum of t^3 - t): how far each item's doubled rank sum is from "everyone
+# in the class left it out", and the class's count and sum of left-out ranks.
+TieClasses = dict[int, tuple[list[int], list[int]]]
+
+
+def add_to_class(classes: TieClasses, row: Placed, n: int) -> list[int]:
+    """Count ``row`` in its tie class; returns the class's deltas, for the caller to add
+    ``doubled - row.rest_rank`` to at each of the row's items (a caller that walks the
+    row's places anyway adds them in the same loop)."""
+    entry = classes.get(row.ties)
+    if entry is None:
+        entry = classes[row.ties] = ([0] * n, [0, 0])
+    delta, stats = entry
+    stats[0] += 1
+    stats[1] += row.rest_rank
+    return delta
+
+
+def tie_classes(rows: Sequence[Placed], n: int) -> TieClasses:
+    classes: TieClasses = {}
+    for row in rows:
+        delta = add_to_class(classes, row, n)
+        rest_rank = row.rest_rank
+        for j, r in zip(row.items, row.doubled, strict=True):
+            delta[j] += r - rest_rank
+    return classes
+
+
+def concordance_of(
+    rows: Sequence[Placed], n: int, classes: TieClasses | None = None
+) -> tuple[float | None, list[float | None]]:
     """Kendall's W and each ranking's mean Spearman correlation with all the others.
 
     W is ``12 S / (m^2 (n^3 - n) - m sum(t^3 - t))`` from doubled rank sums, exactly. For the
@@ -161,24 +191,14 @@ def concordance_of(rows: Sequence[Placed], n: int) -> tuple[float | None, list[f
     correlation is a dot product and the sum over all the others is one dot product with the
     total: O(m n), not O(m^2 n). A ranking's length depends only on its ties, so rankings
     with the same ties are summed as whole numbers first. A ranker that ties everything has
-    no correlation and is left out of the means.
+    no correlation and is left out of the means. ``classes``: :func:`tie_classes` of
+    ``rows``, when the caller has counted them already.
     """
     m = len(rows)
     if m < 2 or n < 2:
         return None, [None] * m
-    # Per tie class: how far each item's rank sum is from "everyone left it out", the count
-    # and the sum of the left-out ranks.
-    classes: dict[int, tuple[list[int], list[int]]] = {}
-    for row in rows:
-        entry = classes.get(row.ties)
-        if entry is None:
-            entry = classes[row.ties] = ([0] * n, [0, 0])
-        delta, stats = entry
-        stats[0] += 1
-        rest_rank = row.rest_rank
-        stats[1] += rest_rank
-        for j, r in zip(row.items, row.doubled, strict=True):
-            delta[j] += r - rest_rank
+    if classes is None:
+        classes = tie_classes(rows, n)
 
     sums = [sum(stats[1] for _, stats in classes.values())] * n
     for delta, _ in classes.values():

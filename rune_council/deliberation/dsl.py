@@ -453,10 +453,9 @@ def _plain_rank(
         conf = float(conf_text)
         if conf > 1.0:
             return None
-    if "=" not in raw:
-        if len(set(parts)) != len(parts):
-            return None  # a label named twice: the full parser says so
-    elif len(labels := [x for level in ballot for x in level]) != len(set(labels)):
+    # A label named twice: the full parser says so. Every label, split in one C pass.
+    labels = raw.replace("=", ">").split(">") if "=" in raw else parts
+    if len(set(labels)) != len(labels):
         return None
     return Move(
         line=line_no,

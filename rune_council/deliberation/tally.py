@@ -157,7 +157,9 @@ def tally_parts(transcript: Transcript) -> TallyParts:
     pruned = _pruned(moves)
     gone = {p.label for p in pruned}
     active = [p for p in proposals if p not in gone]
-    counted = _borda(_last_rankings(moves, transcript.own, dropped), active, gone)
+    counted = _borda(
+        _last_rankings(moves, transcript.own, dropped), active, gone, classes=not transcript.own
+    )
     # Float sums depend on the order of addition; rounding makes the verdict independent of it.
     scores = {p: round(v, ROUNDING) for p, v in zip(active, counted.totals, strict=True)}
     blocked = _blocked(moves, gone)
@@ -297,10 +299,15 @@ class _Borda:
     ballots: list[Sequence[Sequence[str]]]
     rows: list[concordance.Placed]
     points_of: dict[float, list[float]]
+    classes: concordance.TieClasses | None
 
 
-def _borda(rank_moves: Sequence[tuple[str, Move]], active: list[str], gone: set[str]) -> _Borda:
-    """Step 3: Borda x confidence over the proposals in play."""
+def _borda(
+    rank_moves: Sequence[tuple[str, Move]], active: list[str], gone: set[str], *, classes: bool
+) -> _Borda:
+    """Step 3: Borda x confidence over the proposals in play. ``classes``: also count the
+    rankings' tie classes for the complete-rankings concordance, in the same walk over each
+    ballot's places (the walk is most of the cost of either)."""
     n = len(active)
     index = {p: j for j, p in enumerate(active)}
     totals = [0.0] * n
@@ -312,6 +319,8 @@ def _borda(rank_moves: Sequence[tuple[str, Move]], active: list[str], gone: set[
     ballots: list[Sequence[Sequence[str]]] = []
     points_of: dict[float, list[float]] = {}
     place = concordance.place
+    ties: concordance.TieClasses | None = {} if classes else None
+    add_to_class = concordance.add_to_class
     for who, m in rank_moves:
         levels: Sequence[Sequence[str]] = (
             [kept for level in m.ballot if (kept := [x for x in level if x not in gone])]
@@ -325,13 +334,21 @@ def _borda(rank_moves: Sequence[tuple[str, Move]], active: list[str], gone: set[
         table = points_of.get(conf)
         if table is None:
             table = points_of[conf] = [(n - r / 2) * conf for r in range(2 * n + 2)]
-        for j, r in zip(row.items, row.doubled, strict=True):
-            totals[j] += table[r]
+        # Each proposal's points are added in line order: float sums depend on the order.
+        if ties is None or not row.items:
+            for j, r in zip(row.items, row.doubled, strict=True):
+                totals[j] += table[r]
+        else:
+            delta = add_to_class(ties, row, n)
+            rest_rank = row.rest_rank
+            for j, r in zip(row.items, row.doubled, strict=True):
+                totals[j] += table[r]
+                delta[j] += r - rest_rank
         ballot = m.args[0] if m.args and not gone else ballot_text(levels)
         rankers.append(Counted(who, m.line, ballot, conf, row))
         ballots.append(levels)
         rows.append(row)
-    return _Borda(totals, rankers, ballots, rows, points_of)
+    return _Borda(totals, rankers, ballots, rows, points_of, ties)
 
 
 def _concordance(
@@ -360,7 +377,9 @@ def _concordance(
             "kendall_w for incomplete rankings (own answers unseen, not last; tie pattern kept)"
         )
     else:
-        w, complete_means = concordance.concordance_of([r for r in counted.rows if r.items], n)
+        w, complete_means = concordance.concordance_of(
+            [r for r in counted.rows if r.items], n, counted.classes
+        )
         method = "kendall_w (tie-corrected; unranked proposals share the bottom places)"
     note = ""
     if len(ranked) < 2:
