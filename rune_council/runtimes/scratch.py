@@ -18,6 +18,13 @@ owned by someone other than this user or root, writable by every user, or writab
 someone else is in, fails. When neither qualifies, a 0700 directory of the user's own under
 the temporary root is the last resort, and ``scratch_note`` says what that leaves open.
 
+A council killed before its run file records its marker (during DETECT, say) leaves its
+directories where no reader of run files will look for them. So before a process first
+makes a directory in a root (and again every few minutes, for a long-lived server), it
+removes every directory a dead council left (``sweep_abandoned``): by the rule leftover
+directories of an abandoned run are removed with, applied to each run that has a directory
+older than ``ABANDONED_AFTER_S`` and whose marker no live process of this user carries.
+
 What the user's own commands keep between runs and a project must not supply (the model
 lists endpoints served) goes beside the root, found by the same rule (``private_dir``):
 ``$XDG_RUNTIME_DIR/rune-council/<name>``, else ``~/.cache/rune-council/<name>``; with
@@ -30,15 +37,21 @@ import contextlib
 import os
 import stat
 import tempfile
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..core import shapes
+
 __all__ = [
+    "ABANDONED_AFTER_S",
     "FALLBACK_PREFIX",
     "ScratchRoot",
     "private_dir",
     "scratch_note",
     "scratch_root",
+    "sweep_abandoned",
     "sweep_roots",
 ]
 
@@ -51,6 +64,14 @@ _APP = "rune-council"
 # The voices' own root has no name of its own under $XDG_RUNTIME_DIR, and "scratch" under
 # the cache directory.
 _SCRATCH = "scratch"
+# Each directory is made a moment before the process it is for starts, and that process and
+# everything it starts carry the run's marker until they end. A directory this old whose
+# run's marker no live process carries has outlived its council; the margin covers the
+# moments around a process's start and end, when its directory exists without it.
+ABANDONED_AFTER_S = 15 * 60
+_SWEEP_EVERY_S = 5 * 60
+_sweep_lock = threading.Lock()
+_swept_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -70,11 +91,93 @@ def scratch_root() -> ScratchRoot:
     """The root a voice's directories are made in now, created if it is missing."""
     if not hasattr(os, "getuid"):
         return ScratchRoot(tempfile.gettempdir())  # a per-user temporary root elsewhere
+    _sweep_now_and_then()
     chosen = _choose(os.environ, None)
     if chosen.private:
         return chosen
     fallback = _fallback()
     return ScratchRoot(fallback if _own_private_dir(fallback, create=True) else _temp(), chosen.why)
+
+
+def sweep_abandoned(now: float | None = None) -> int:
+    """Remove the directories of every run whose council died without a run file naming
+    them; how many were removed.
+
+    A run counts as dead when one of its directories (a real directory of this user's, by
+    an entry's own status, never a link's target) sits directly in a root
+    (``sweep_roots``), is older than ``ABANDONED_AFTER_S``, and no live process of this
+    user carries the run's marker. Its directories are then removed exactly as an abandoned
+    run's are (``process.remove_leftover_dirs``): only names of that run's shape, each
+    checked again on a handle opened without following a link, and emptied through it.
+    """
+    # Here, not at the top: the process module makes its directories through this one.
+    from . import lineage
+    from .process import remove_leftover_dirs
+
+    moment = time.time() if now is None else now
+    old: set[str] = set()
+    for where in sweep_roots():
+        old.update(_old_runs(where, moment))
+    if not old:
+        return 0
+    # A council run as a voice of another carries that one's marker: its runs are alive.
+    live = {os.environ.get(lineage.MARKER_VAR, "").rsplit(".", 1)[0]}
+    for proc in lineage.marked_processes("", prefix=True):
+        with contextlib.suppress(Exception):  # gone, or not ours to read: nothing to add
+            live.add(str(proc.environ().get(lineage.MARKER_VAR, "")).rsplit(".", 1)[0])
+    return sum(remove_leftover_dirs(run) for run in sorted(old - live))
+
+
+def _old_runs(where: str, now: float) -> set[str]:
+    """The runs with a directory in root ``where`` older than ``ABANDONED_AFTER_S``."""
+    found: set[str] = set()
+    try:
+        # The roots come from the user's own settings, and may be reached through a link.
+        root = os.open(where, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return found
+    try:
+        for name in os.listdir(root):
+            run = _run_of(name)
+            if run is None:
+                continue
+            try:
+                st = os.stat(name, dir_fd=root, follow_symlinks=False)
+            except OSError:
+                continue
+            mine = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+            if mine and now - st.st_mtime > ABANDONED_AFTER_S:
+                found.add(run)
+    except OSError:
+        pass
+    finally:
+        os.close(root)
+    return found
+
+
+def _run_of(name: str) -> str | None:
+    """The run a directory of this name was made for, when it has the exact shape."""
+    if not name.startswith(shapes.SCRATCH_PREFIX):
+        return None
+    run = name[len(shapes.SCRATCH_PREFIX) :].split(".", 1)[0]
+    return run if shapes.is_scratch_dir_name(name, run) else None
+
+
+def _sweep_now_and_then() -> None:
+    """``sweep_abandoned`` on this process's first use of the roots, then at most every
+    ``_SWEEP_EVERY_S``; a sweep that fails costs nothing but the leftovers staying."""
+    global _swept_at
+    now = time.monotonic()
+    if _swept_at is not None and now - _swept_at < _SWEEP_EVERY_S:
+        return
+    if not _sweep_lock.acquire(blocking=False):
+        return  # another thread is sweeping
+    try:
+        _swept_at = now
+        with contextlib.suppress(Exception):
+            sweep_abandoned()
+    finally:
+        _sweep_lock.release()
 
 
 def private_dir(name: str, env: Mapping[str, str] | None = None) -> str | None:
