@@ -55,6 +55,7 @@ from . import templates
 from .core import safejson
 from .core.contract import MAX_VOICES, SETUP_NAME_PATTERN
 from .core.errors import RuntimeConfigError
+from .core.made import empty, made
 from .core.paths import RuneDir
 from .safefile import read_if_present
 from .trust_store import TrustRecord, TrustStore, digest
@@ -245,10 +246,11 @@ class CouncilSection(_Section):
 class CouncilFile(_Section):
     """One ``council.toml`` as written; every section optional."""
 
-    council: CouncilSection = CouncilSection()
-    subagent: SubagentSection = SubagentSection()
-    consent: ConsentSection = ConsentSection()
-    env: EnvSection = EnvSection()
+    # Empty sections made as they are: a run with no council.toml validates no section.
+    council: CouncilSection = Field(default_factory=empty(CouncilSection))
+    subagent: SubagentSection = Field(default_factory=empty(SubagentSection))
+    consent: ConsentSection = Field(default_factory=empty(ConsentSection))
+    env: EnvSection = Field(default_factory=empty(EnvSection))
     runtimes: dict[str, RuntimeSpec] = Field(default_factory=dict)
     endpoints: dict[str, EndpointTable] = Field(default_factory=dict)
     templates: dict[SetupName, TemplateSpec] = Field(default_factory=dict)
@@ -515,11 +517,14 @@ def _merge(sources: list[tuple[ConfigSource, CouncilFile]]) -> CouncilConfig:
             )
             kept_out = []
     notes[:0] = [untrusted_note(s) for s, _ in sources if s.skipped]
-    return CouncilConfig(
-        council=CouncilSection(deadline=deadline),
-        subagent=SubagentSection(**subagent),
-        consent=ConsentSection(allow_external=consent),
-        env=EnvSection(allow=tuple(dict.fromkeys(allow))),
+    # Every part was validated as it was read (or is a section's own default), and each
+    # container here is this merge's own.
+    return made(
+        CouncilConfig,
+        council=made(CouncilSection, deadline=deadline),
+        subagent=made(SubagentSection, **subagent),
+        consent=made(ConsentSection, allow_external=consent),
+        env=made(EnvSection, allow=tuple(dict.fromkeys(allow))),
         runtimes=runtimes,
         endpoints=endpoints,
         templates={k: v for k, v in named_templates.items() if isinstance(v, TemplateSpec)},

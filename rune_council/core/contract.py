@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from .made import empty
+
 # Writers write 2.8; readers accept 2.0 to 2.7 too, since each version only added to the
 # last. A new version adds optional fields only: bump the minor number here, add it to
 # SchemaVersion, regenerate contracts/ and describe it in contracts/council-voice-contract.md.
@@ -239,7 +241,7 @@ class DeliberationOptions(_Strict):
         description="Name of the runtime that consolidates and writes the verdict (not a "
         "seat). Unset or failing: the deterministic merge and the arithmetic verdict.",
     )
-    rounds: RoundsOptions = Field(default_factory=RoundsOptions)
+    rounds: RoundsOptions = Field(default_factory=empty(RoundsOptions))
     shuffle_seed: str | None = Field(
         default=None, description="Seed of each member's answer shuffle; default the run id."
     )
@@ -322,10 +324,10 @@ class PerspectiveRequest(_Strict):
     question: str = Field(min_length=1, max_length=20_000)
     mode: Mode = "judge"
     n: int = Field(default=3, ge=MIN_VOICES, description="Voices wanted; more than 5 is capped.")
-    diversity: Diversity = Field(default_factory=Diversity)
-    evidence: EvidenceRequirements = Field(default_factory=EvidenceRequirements)
+    diversity: Diversity = Field(default_factory=empty(Diversity))
+    evidence: EvidenceRequirements = Field(default_factory=empty(EvidenceRequirements))
     artifact: Artifact | None = None
-    budget: Budget = Field(default_factory=Budget)
+    budget: Budget = Field(default_factory=empty(Budget))
     deliberation: DeliberationOptions | None = Field(
         default=None, description="Vote, rank, rounds, red team (2.1); absent: one pass."
     )
@@ -538,7 +540,7 @@ class Voice(_Strict):
     stance: str | None = None
     position: Literal["yes", "no", "mixed", "unclear"] | None = None
     claims: list[Claim] = Field(default_factory=list)
-    validity: Validity = Field(default_factory=Validity)
+    validity: Validity = Field(default_factory=empty(Validity))
     repairs: list[Repair] = Field(
         default_factory=list,
         description="(2.7) What GATE repaired to read the answer (comments, trailing commas, a "
@@ -1126,11 +1128,11 @@ class CouncilResult(_Strict):
     voices: list[Voice] = Field(default_factory=list)
     voices_dropped: list[DroppedVoice] = Field(default_factory=list)
     clusters: list[ClaimCluster] = Field(default_factory=list)
-    agreement: Agreement = Field(default_factory=Agreement)
-    checks: Checks = Field(default_factory=Checks)
+    agreement: Agreement = Field(default_factory=empty(Agreement))
+    checks: Checks = Field(default_factory=empty(Checks))
     needs_decision: bool = False
     decision: str | None = None
-    runtime_report: RuntimeReport = Field(default_factory=RuntimeReport)
+    runtime_report: RuntimeReport = Field(default_factory=empty(RuntimeReport))
     notes: list[str] = Field(default_factory=list)
     request: PerspectiveRequest
     artifact_text: str | None = Field(

@@ -23,6 +23,7 @@ from ..core.contract import (
     Voice,
     VoiceProcess,
 )
+from ..core.made import made
 from ..recorder import RunRecorder
 from ..runtimes import lineage
 from .options import OnEvent
@@ -48,7 +49,8 @@ class RunLog:
 
     def emit(self, kind: RunEventKind, voice: Voice | None = None, detail: str = "") -> None:
         self._seq += 1
-        event = RunEvent(
+        event = made(
+            RunEvent,
             seq=self._seq,
             at=now(),
             kind=kind,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..core.contract import PromptCost, PromptUse
+from ..core.made import made
 from ..core.runtime import ReplyCheck, Runtime, RuntimeReply, RuntimeWrapper
 
 Stage = Literal["answer", "deliberation", "chair"]
@@ -33,7 +34,8 @@ class PromptMeter:
 
     def cost(self) -> PromptCost:
         uses = [
-            PromptUse(
+            made(
+                PromptUse,
                 stage=stage,
                 runtime=runtime,
                 prompts=prompts,
@@ -43,7 +45,7 @@ class PromptMeter:
             for (stage, runtime), (prompts, size) in self._uses.items()
         ]
         total = sum(u.bytes for u in uses)
-        return PromptCost(bytes=total, tokens_est=estimated_tokens(total), by_use=uses)
+        return made(PromptCost, bytes=total, tokens_est=estimated_tokens(total), by_use=uses)
 
 
 class MeteredRuntime(RuntimeWrapper):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import runlock
 from ..core.contract import CouncilResult, Orchestrator, PartialCouncil, PerspectiveRequest
+from ..core.made import made
 from ..core.paths import RuneDir
 from ..recorder import RunRecorder
 from ..runtimes import lineage
@@ -163,7 +164,8 @@ def _skeleton(
         notes=[*options.notes, *plan.notes, *seats.notes],
         request=req,
         artifact_text=artifact.text,
-        orchestrator=Orchestrator(
+        orchestrator=made(
+            Orchestrator,
             pid=os.getpid(),
             host=socket.gethostname(),
             started_at=started,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..core.contract import DetectedRuntime, RuntimeReport
 from ..core.errors import RequestError
+from ..core.made import made
 from ..core.paths import RuneDir
 from ..core.runtime import Runtime
 from .lifecycle import now
@@ -223,7 +224,7 @@ async def seat(
     seating = Seating(
         available=available,
         subagent=subagent,
-        report=RuntimeReport(detected=detected, checked_at=checked_at, consent=consent),
+        report=made(RuntimeReport, detected=detected, checked_at=checked_at, consent=consent),
         notes=notes,
         http=http,
     )

@@ -16,6 +16,7 @@ from ..core.contract import (
     Voice,
     VoiceSource,
 )
+from ..core.made import made
 from ..core.prompts import compose_prompt
 from .capacity import capped_voices
 
@@ -135,15 +136,16 @@ def allocate(
     prompts: dict[str, SlotPrompts] = {}
     for index, role in enumerate(roles_for(n)):
         voice_id = f"v{index + 1}"
-        setup = request.slots[index] if index < len(request.slots) else SlotSetup()
+        setup = request.slots[index] if index < len(request.slots) else made(SlotSetup)
         # A slot's own persona (a template's) holds for every voice that takes the slot;
         # without one, only a subagent is given a stock persona.
         persona = setup.persona or PERSONAS[index % len(PERSONAS)]
         pick = order[index % len(order)] if order else None
         if pick is None:
-            voice = Voice(id=voice_id, slot_role=role, source="subagent", runtime="none")
+            voice = made(Voice, id=voice_id, slot_role=role, source="subagent", runtime="none")
         else:
-            voice = Voice(
+            voice = made(
+                Voice,
                 id=voice_id,
                 slot_role=role,
                 source=pick.source,

@@ -24,6 +24,7 @@ from ..core.contract import (
     SlotOutcome,
     Voice,
 )
+from ..core.made import made
 from .normalize import NearVerbatim
 
 SEVERITY_ORDER: dict[Severity | None, int] = {"MUST": 0, "SHOULD": 1, "MAY": 2, None: 3}
@@ -91,7 +92,8 @@ def consensus_shortfalls(
 
 
 def _slot_check(slot: Voice, outcome: SlotOutcome, detail: str) -> SlotCheck:
-    return SlotCheck(
+    return made(
+        SlotCheck,
         voice_id=slot.id,
         reserved=True,
         dispatched=bool(slot.attempts),
@@ -106,7 +108,7 @@ _CLEAR = ("yes", "no", "mixed")
 def _perturbation_check(valid: list[Voice], allocated: list[Voice]) -> SlotCheck:
     slot = next((v for v in allocated if v.slot_role == "perturbation"), None)
     if slot is None:
-        return SlotCheck(reserved=False, outcome="not-evaluable", detail="no slot reserved")
+        return made(SlotCheck, reserved=False, outcome="not-evaluable", detail="no slot reserved")
     if slot.status != "complete":
         return _slot_check(slot, "not-evaluable", "the perturbation voice did not pass")
     standard = [v for v in valid if v.slot_role == "standard" and v.position in _CLEAR]
@@ -250,7 +252,7 @@ def arbitrate(
         text = members[0].text
         severity = _strongest(members)
         wordings = (
-            [ClaimWording(claim_id=c.id, voice_id=c.voice_id, text=c.text) for c in members]
+            [made(ClaimWording, claim_id=c.id, voice_id=c.voice_id, text=c.text) for c in members]
             if len(members) > 1
             else []
         )
@@ -364,12 +366,13 @@ def arbitrate(
         notes.append("devil's advocate found no substantive counter-claim: the majority held")
 
     dissent.sort(key=lambda d: (SEVERITY_ORDER[d.severity], d.label))
-    unresolved = unresolved_claims(Agreement(consensus_claims=consensus, dissent=dissent))
+    agreement = made(Agreement, consensus_claims=consensus, dissent=dissent)
+    unresolved = unresolved_claims(agreement)
     return Arbitration(
         decorrelation=stamp,
         distinct_families=families,
-        agreement=Agreement(consensus_claims=consensus, dissent=dissent),
-        checks=Checks(perturbation=perturbation, devils_advocate=devils),
+        agreement=agreement,
+        checks=made(Checks, perturbation=perturbation, devils_advocate=devils),
         needs_decision=bool(unresolved),
         decision=decision_text(unresolved),
         notes=notes,

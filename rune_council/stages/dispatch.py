@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 
 from ..core.answer import answer_problem
 from ..core.contract import Attempt, Budget, RawOutput, Voice
+from ..core.made import made
 from ..core.runtime import Answerer, ReplyCheck, Runtime, RuntimeReply
 from ..core.safetext import one_line
 from .allocate import Candidate, SlotPrompts, reseat
@@ -81,7 +82,7 @@ def _adopt(voice: Voice, who: Answerer | None) -> None:
 def _complete(voice: Voice, reply: RuntimeReply) -> None:
     text = reply.text or ""
     truncated = reply.truncated or len(text) > RAW_CHAR_CAP
-    voice.raw = RawOutput(text=text[:RAW_CHAR_CAP], truncated=truncated)
+    voice.raw = made(RawOutput, text=text[:RAW_CHAR_CAP], truncated=truncated)
     voice.latency_ms = sum(a.latency_ms or 0 for a in voice.attempts)
     voice.status = "complete"
 

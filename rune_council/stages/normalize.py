@@ -17,6 +17,7 @@ from typing import Literal
 from rapidfuzz import fuzz
 
 from ..core.contract import Claim, ClaimCluster, MatchedBy, Verified, Voice
+from ..core.made import made
 from ..core.text import content_words, negated, normalise, polarity_differs, strip_negations
 from .places import Places
 from .point import same_point
@@ -260,8 +261,8 @@ def cluster_claims(
             continue
         point = same_point(a.text, b.text, place.text)
         if point.same:
-            links[frozenset((a.id, b.id))] = MatchedBy(
-                method=place.method, model=MATCHER, key=place.key, point=point.why
+            links[frozenset((a.id, b.id))] = made(
+                MatchedBy, method=place.method, model=MATCHER, key=place.key, point=point.why
             )
 
     group_of: dict[str, list[Claim]] = {c.id: [c] for c in claims}
@@ -295,7 +296,8 @@ def cluster_claims(
             opposed(a.text, b.text) for a, b in combinations(members, 2) if a.voice_id != b.voice_id
         )
         clusters.append(
-            ClaimCluster(
+            made(
+                ClaimCluster,
                 id=f"k{len(clusters) + 1}",
                 claim_ids=[m.id for m in members],
                 voice_ids=voice_ids,
