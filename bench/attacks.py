@@ -19,7 +19,9 @@ endpoints, and ``rune council serve`` attacked as a web page would). The attacks
   sequences and keys in model ids;
 - ``disguises.py``: keys echoed back in disguise (escaped, base64, hex, split, ...);
 - ``caches.py``: stale family labels, the runtimes cache, symlinked dotfiles;
-- ``ballots.py``: forged ballots that ``rune council verify`` must name.
+- ``ballots.py``: forged ballots that ``rune council verify`` must name;
+- ``doors.py``: the newer doors fed hostile files: an eval dataset, a change under
+  ``rune council review``, a planted list index and planted eval scores.
 
 For each attack a row records the exit code of the process that decided it and whether
 that exit was allowed, the peak resident memory (``wait4``'s ru_maxrss, which covers the

@@ -16,9 +16,13 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from rune_council.runtimes import lineage
 from tests.helpers import answer, claim
+from tests.test_security_probe_dirs import _age as age_dir
+from tests.test_security_probe_dirs import _env as probe_env
+from tests.test_security_probe_dirs import _killed_mid_detect as killed_mid_detect
 
-from .kit import PROXY_PASSWORD, SECRET, Q, Row, World, attack
+from .kit import OFFLINE, PROXY_PASSWORD, SECRET, Q, Row, World, attack, expect
 
 SECTION = "voices and files"
 
@@ -222,6 +226,40 @@ def _(w: World) -> Row:
     time.sleep(0.5)
     note = f"run file: {_status(w, 'killed')}"
     return _row(w, "SIGKILL mid-run, then list", started, code, [0], peak, w.leaks(out, err), note)
+
+
+@attack("SIGKILL mid-DETECT (probe dir left, no run file), then a council")
+def _(w: World) -> Row:
+    failures: list[str] = []
+    temp_root = w.tmp / "tmp"
+    temp_root.mkdir(mode=0o700)
+    slow = {**probe_env(w.tmp, w.tmp / "bin-slow", temp_root), **OFFLINE}
+    left = killed_mid_detect(w.tmp, slow)  # the suite's scene: a real probe, a real kill
+    root = left[0].parent
+    sentinel = w.tmp / "outside"
+    sentinel.mkdir()
+    (sentinel / "keep.txt").write_text("kept\n")
+    link = root / f"rune-council-{lineage.new_run_marker()}.1-abcdefgh"
+    link.symlink_to(sentinel)
+    for path in (*left, link):
+        age_dir(path)  # older than the sweep's age, as if the next council came later
+    w.fakes()
+    w.rune(
+        Q,
+        "--artifact",
+        "plan.md",
+        "--id",
+        "next",
+        env={**probe_env(w.tmp, w.bin, temp_root), **OFFLINE},
+        ok=(0, 1),
+    )
+    gone = [p for p in left if not p.exists()]
+    expect(failures, len(gone) == len(left), f"{len(left) - len(gone)} probe dir(s) still there")
+    expect(failures, link.is_symlink(), "the look-alike link was removed")
+    expect(failures, (sentinel / "keep.txt").is_file(), "the link's target was touched")
+    return w.row(
+        failures, f"the next council removed the {len(left)} probe dir(s); a look-alike link stayed"
+    )
 
 
 @attack("same --id twice at once")

@@ -35,6 +35,9 @@ from tests.test_security_endpoints import (
     completion,
     environment,
 )
+from tests.test_security_model_cache import PLANTED as PLANTED_MODELS
+from tests.test_security_model_cache import _plant as _plant_model_list
+from tests.test_security_model_cache import _project as _cache_project
 from tests.test_security_model_ids import KEY
 from tests.test_security_printing import C1_CSI, HOSTILE_IDS, RAW_CONTROL
 
@@ -233,3 +236,28 @@ def _(w: World) -> Row:
     expect(failures, calls == 1, f"GET /v1/models called {calls} times")
     expect(failures, honest in ran.stdout, "the honest model is not listed")
     return w.row(failures, "the key, plain or base64, in no output and no file under HOME")
+
+
+@attack("model list planted in .rune/endpoints/, live /v1/models failing", SECTION)
+def _(w: World) -> Row:
+    failures: list[str] = []
+    listed = [MODEL]
+    behaviours = {m: answering(GOOD) for m in (*listed, *PLANTED_MODELS)}
+    with OpenAIServer(models=listed, behaviours=behaviours) as srv:
+        project = _cache_project(w.tmp, srv)
+        _plant_model_list(project, srv)  # the old cache's own file name, URL and shape
+        srv.models_status = 500
+        env = _env(w)
+        shown = w.rune("endpoints", "--json", cwd=project, env=env)
+        council = w.rune("--n", "2", "--id", "m1", "--json", Q, cwd=project, env=env, ok=(0, 1))
+        asked = srv.chat_models()
+    for ran in (shown, council):
+        named = [m for m in PLANTED_MODELS if m in ran.text]
+        expect(failures, not named, f"{ran.label} shows the planted {named}")
+    expect(failures, not asked, f"the planted models were asked: {asked}")
+    expect(
+        failures,
+        "no cached or configured models to use" in shown.text,
+        "no note says there is no model list to use",
+    )
+    return w.row(failures, "not listed, not seated: the list is the user's own cache only")
