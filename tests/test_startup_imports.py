@@ -122,6 +122,18 @@ BUILTIN_CLIS = (
     "grok",
 )
 
+# What starts and reads a CLI voice (and a user-defined one), probes for one or asks a login
+# shell where CLIs are: a council that seats no CLI needs none of it.
+CLI_MACHINERY = (
+    "rune_council.runtimes.cli",
+    "rune_council.runtimes.cli_adapter",
+    "rune_council.runtimes.parsers",
+    "rune_council.runtimes.process",
+    "rune_council.runtimes.login_path",
+    "rune_council.core.userregex",
+    "rune_council.discovery.installed_version",
+)
+
 # Runs the command line as `rune` does and, at exit (the CLI's exit handlers still run),
 # writes the names of the loaded modules where RUNE_TEST_MODULES says, and those of the
 # pydantic models built by then (their schema generated) beside it.
@@ -265,6 +277,8 @@ def test_a_council_of_endpoint_voices_loads_the_http_stack_and_no_more(
     # the text form of the result (--json), nor a subagent command's runtime (none given).
     assert loaded(modules, tuple(f"rune_council.runtimes.clis.{n}" for n in BUILTIN_CLIS)) == []
     assert loaded(modules, (*NOT_FOR_JSON, "rune_council.runtimes.subagent")) == []
+    # Nor what runs or defines a CLI: no process is started, no login shell asked.
+    assert loaded(modules, CLI_MACHINERY) == []
 
 
 def test_a_single_pass_builds_only_the_models_it_validates_or_writes(

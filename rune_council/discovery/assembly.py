@@ -10,21 +10,30 @@ from __future__ import annotations
 from collections import ChainMap
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..config import CouncilConfig, load_config
 from ..consent import HOW_TO_GRANT, Consent, decide
 from ..core.contract import DetectedRuntime, RuntimesFile
 from ..core.paths import RuneDir
 from ..core.runtime import Runtime
-from ..runtimes.bridge import RUNTIME_PREFIX, BridgeRuntime
-from ..runtimes.cli import CliRuntime
-from ..runtimes.cli_adapter import CliAdapter
+from ..runtimes.bridge import RUNTIME_PREFIX
 from ..runtimes.clis import BUILTIN
 from ..runtimes.plugins import plugin_adapters, plugins_digest
-from ..runtimes.scratch import scratch_note
 from ..runtimes.user_defined import load_user_runtimes, specs_digest
 from .detect import detect
+
+if TYPE_CHECKING:
+    from ..runtimes.cli_adapter import CliAdapter
+
+# A council that finds no CLI (endpoint voices only, its detection today's cache) seats none:
+# the modules that run and define CLIs are loaded where one is defined or seated.
+
+
+def _scratch_note() -> str | None:
+    from ..runtimes.scratch import scratch_note
+
+    return scratch_note()
 
 
 def allowed_env(config: CouncilConfig) -> tuple[str, ...]:
@@ -110,6 +119,8 @@ async def assemble_clis(
             continue
         confidence = entry.family_confidence
         if entry.via is not None and entry.runtime.startswith(RUNTIME_PREFIX):
+            from ..runtimes.bridge import BridgeRuntime
+
             runtimes.append(
                 BridgeRuntime(
                     bridge=entry.path,
@@ -121,6 +132,8 @@ async def assemble_clis(
                 )
             )
         elif entry.runtime in adapters:
+            from ..runtimes.cli import CliRuntime
+
             runtimes.append(
                 CliRuntime(
                     adapters[entry.runtime],
@@ -151,7 +164,7 @@ async def assemble_clis(
             f"dispatch {consent.describe()}; to allow it, {HOW_TO_GRANT}"
         )
         runtimes = []
-    if runtimes and (exposed := scratch_note()) is not None:
+    if runtimes and (exposed := _scratch_note()) is not None:
         notes.append(exposed)
     return CliAssembly(
         detected=list(report.detected),

@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -48,16 +48,18 @@ from ..runtimes.auth import (
     watched_files,
     watched_vars,
 )
-from ..runtimes.base import redact, secret_values
+from ..runtimes.base import merged_path, redact, secret_values
 from ..runtimes.bridge import BRIDGE_NAME, RUNTIME_PREFIX, find_bridge, list_agents
-from ..runtimes.cli import merged_path
-from ..runtimes.cli_adapter import CliAdapter, adapter_env
 from ..runtimes.clis import BUILTIN
-from ..runtimes.login_path import LoginPath, login_shell_path
-from ..runtimes.process import run_process
 from ..safefile import read_capped
 from ..trust_store import CacheVouchers, digest
-from .installed_version import packaged_version
+
+if TYPE_CHECKING:
+    from ..runtimes.cli_adapter import CliAdapter
+
+# Reusing today's cache of a machine where no CLI was found (a council of endpoint voices)
+# runs no probe: the modules that probe (processes, the login shell, package metadata, the
+# adapters' environment rules) are loaded by the functions that probe.
 
 # A node-based CLI takes several seconds to print its version on its own, and every probe
 # starts at once; on a busy machine 10 s was too short, and a timed-out probe leaves the CLI
@@ -117,6 +119,8 @@ async def check_auth(
     environment DISPATCH gives the CLI; what it says is masked like every recorded output."""
     if adapter.auth is None:
         return {"auth": "unknown", "auth_detail": "no offline check is known for this CLI"}
+    from ..runtimes.cli_adapter import adapter_env
+
     child_env = adapter_env(adapter, env)
     child_env["PATH"] = search
     try:
@@ -197,6 +201,10 @@ async def _version(
     adapter: CliAdapter, env: Mapping[str, str], found: str, search: str, base: dict[str, Any]
 ) -> str | DetectedRuntime | None:
     """The version the CLI prints, or the ``unavailable`` entry when it cannot print one."""
+    from ..runtimes.cli_adapter import adapter_env
+    from ..runtimes.process import run_process
+    from .installed_version import packaged_version
+
     version: str | None = packaged_version(found)
     if version is not None:
         return version  # read from the installing package: nothing started
@@ -274,6 +282,8 @@ async def detect_runtimes(
     *,
     config_digest: str | None = None,
 ) -> RuntimesFile:
+    from ..runtimes.login_path import LoginPath, login_shell_path
+
     env = dict(os.environ) if env is None else env
     chosen = list(BUILTIN.values()) if adapters is None else list(adapters)
     path = env.get("PATH", os.defpath)
@@ -463,6 +473,8 @@ async def _recheck_auth(
         adapter = by_name.get(item.runtime)
         if adapter is None:
             continue
+        from ..runtimes.cli_adapter import adapter_env
+
         if not unchanged(item.auth_files, item.auth_vars, adapter_env(adapter, env)):
             stale.append((i, adapter, item.path))
     fresh = await asyncio.gather(*(check_auth(a, p, env, search) for _, a, p in stale))

@@ -24,7 +24,6 @@ from pathlib import Path
 from ..core.contract import AuthState, AuthVar, WatchedFile
 from ..safefile import read_capped
 from .base import secret_values
-from .process import run_process
 
 # A status command is local bookkeeping; one that takes longer is not answering offline.
 STATUS_TIMEOUT_S = 15.0
@@ -132,6 +131,9 @@ async def run_status(ctx: AuthContext, args: Sequence[str]) -> StatusResult:
     """The CLI's own status command, with nothing on stdin, in the fresh empty directory
     every process gets from ``run_process`` (named after its marker, so it is swept like a
     voice's if the council is killed while the command runs)."""
+    # Here, not at the top: a council that finds no CLI checks no login and starts nothing.
+    from .process import run_process
+
     result = await run_process(
         [ctx.path, *args],
         stdin=b"",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..core.redaction import MIN_SECRET_LEN, redactor_for
@@ -89,6 +89,17 @@ class EnvPolicy:
         env.update(FIXED_ENV)
         env.update(self.fixed)
         return env
+
+
+def merged_path(parent_path: str, extra: Sequence[str]) -> str:
+    """The parent's PATH, then any directory only the login shell knew, without repeats."""
+    dirs = [d for d in parent_path.split(os.pathsep) if d]
+    seen = set(dirs)
+    for d in extra:
+        if d and d not in seen:
+            dirs.append(d)
+            seen.add(d)
+    return os.pathsep.join(dirs)
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:

@@ -22,16 +22,20 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core import safejson
 from ..core.contract import FamilyConfidence, VoiceSource
 from ..core.runtime import ReplyCheck, RuntimeReply
-from .base import EnvPolicy, redact, secret_values
-from .cli import merged_path
-from .cli_adapter import classify_exit
+from .base import EnvPolicy, merged_path, redact, secret_values
 from .clis import BUILTIN
-from .parsers import Parsed, json_objects, tail
-from .process import run_process
+
+if TYPE_CHECKING:
+    from .parsers import Parsed
+
+# Finding the bridge is all a council asks of this module when no bridge is installed (every
+# council checks): running one, and reading what it prints, load the process and parsing
+# machinery in the functions that do so.
 
 BRIDGE_NAME = "1devtool-agent"
 RUNTIME_PREFIX = "1devtool:"
@@ -103,6 +107,8 @@ def _usable(entry: Mapping[str, object]) -> bool:
 
 async def list_agents(bridge: str, env: Mapping[str, str]) -> tuple[list[BridgeAgent], str]:
     """The agents the bridge reaches, and a line saying how asking it went."""
+    from .process import run_process
+
     result = await run_process(
         [bridge, "list", "--json"],
         stdin=b"",
@@ -130,6 +136,8 @@ def bridge_env(agent: str | None, parent: Mapping[str, str]) -> dict[str, str]:
 
 
 def parse_bridge_answer(stdout: str, stderr: str) -> Parsed:
+    from .parsers import Parsed, json_objects, tail
+
     for obj in reversed(json_objects(stdout)):
         failed = (
             bool(obj.get("error"))
@@ -187,6 +195,9 @@ class BridgeRuntime:
         if self.extra_path:
             env["PATH"] = merged_path(env.get("PATH", os.defpath), self.extra_path)
         secrets = secret_values(env)
+        from .cli_adapter import classify_exit
+        from .process import run_process
+
         started = time.monotonic()
         result = await run_process(
             [self.bridge, "run", f"--to={self.agent}", "--prompt-stdin", "--json"],

@@ -6,14 +6,14 @@ import functools
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from ..core.contract import Attempt, FamilyConfidence, VoiceSource
 from ..core.runtime import ReplyCheck, RuntimeReply
 from ..core.schema import wire_schema
 from . import lineage
-from .base import redact, secret_values
+from .base import merged_path, redact, secret_values
 from .cli_adapter import CliAdapter, adapter_env, classify_exit
 from .parsers import tail
 from .process import ProcessResult, make_scratch_dir, remove_scratch_dir, run_process
@@ -26,17 +26,6 @@ OUTPUT_TAIL_CAP = 2000
 def answer_schema_bytes() -> bytes:
     """The voice answer's wire schema as a CLI's schema file holds it."""
     return (json.dumps(wire_schema("voice-answer"), indent=2) + "\n").encode("utf-8")
-
-
-def merged_path(parent_path: str, extra: Sequence[str]) -> str:
-    """The parent's PATH, then any directory only the login shell knew, without repeats."""
-    dirs = [d for d in parent_path.split(os.pathsep) if d]
-    seen = set(dirs)
-    for d in extra:
-        if d and d not in seen:
-            dirs.append(d)
-            seen.add(d)
-    return os.pathsep.join(dirs)
 
 
 @dataclass(frozen=True)

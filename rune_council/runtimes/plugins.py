@@ -20,10 +20,13 @@ import hashlib
 import sys
 from collections.abc import Iterable
 from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING
 
 from ..core.errors import RuntimeConfigError
-from .cli_adapter import ADAPTER_NAME, CliAdapter
 from .clis import BUILTIN
+
+if TYPE_CHECKING:
+    from .cli_adapter import CliAdapter
 
 GROUP = "rune_council.runtimes"
 
@@ -35,6 +38,8 @@ def _where(ep: EntryPoint) -> str:
 
 
 def _adapters_of(ep: EntryPoint) -> list[CliAdapter]:
+    from .cli_adapter import CliAdapter
+
     try:
         value: object = ep.load()
         if callable(value) and not isinstance(value, CliAdapter):
@@ -71,6 +76,8 @@ def plugin_adapters() -> dict[str, CliAdapter]:
     """Every CLI the installed plug-ins add, by name; a faulty plug-in is one clear error."""
     found: dict[str, tuple[CliAdapter, str]] = {}
     for ep in _entry_points():
+        from .cli_adapter import ADAPTER_NAME  # loaded only when a plug-in is installed
+
         for adapter in _adapters_of(ep):
             where = _where(ep)
             if not ADAPTER_NAME.match(adapter.name):

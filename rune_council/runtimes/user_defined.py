@@ -28,15 +28,19 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import NO_ARGUMENT, CouncilConfig, RuntimeSpec
 from ..core.errors import RuntimeConfigError
-from ..core.userregex import UserRegex, UserRegexTimeout
 from .base import EnvPolicy
-from .cli_adapter import PROMPT_FILE, CliAdapter
 from .clis import BUILTIN
-from .parsers import Parsed, json_objects, parse_plain_text, tail
+
+if TYPE_CHECKING:
+    from .cli_adapter import CliAdapter
+    from .parsers import Parsed
+
+# With no ``[runtimes.*]`` table anywhere (the usual case) nothing here builds an adapter,
+# so the adapter, parser and user-regex modules load in the functions that build one.
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
 
@@ -57,6 +61,9 @@ def _lookup(doc: Any, path: str) -> Any:
 
 
 def _parser(name: str, spec: RuntimeSpec) -> Callable[[str, str], Parsed]:
+    from ..core.userregex import UserRegex, UserRegexTimeout
+    from .parsers import Parsed, json_objects, parse_plain_text, tail
+
     # The user's patterns meet hostile output: every search is time-bounded (userregex).
     error_re = UserRegex(spec.error_regex, re.MULTILINE) if spec.error_regex else None
     answer_re = UserRegex(spec.answer_regex) if spec.answer_regex else None
@@ -94,6 +101,8 @@ def _parser(name: str, spec: RuntimeSpec) -> Callable[[str, str], Parsed]:
 
 def _check(name: str, spec: RuntimeSpec) -> list[str]:
     """Problems pydantic cannot see: they involve several fields or the adapter registry."""
+    from .cli_adapter import PROMPT_FILE
+
     problems: list[str] = []
     if not spec.defines_runtime:
         others = sorted(spec.model_fields_set - {"max_concurrent"})
@@ -127,6 +136,8 @@ def _check(name: str, spec: RuntimeSpec) -> list[str]:
 
 
 def adapter_from_spec(name: str, spec: RuntimeSpec) -> CliAdapter:
+    from .cli_adapter import CliAdapter
+
     argv = spec.argv()
     exact = tuple(e for e in spec.env if not e.endswith("*"))
     prefixes = tuple(e[:-1] for e in spec.env if e.endswith("*"))
