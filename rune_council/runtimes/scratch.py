@@ -26,9 +26,9 @@ directories of an abandoned run are removed with, applied to each run that has a
 older than ``ABANDONED_AFTER_S`` and whose marker no live process of this user carries.
 
 What the user's own commands keep between runs and a project must not supply (the model
-lists endpoints served) goes beside the root, found by the same rule (``private_dir``):
-``$XDG_RUNTIME_DIR/rune-council/<name>``, else ``~/.cache/rune-council/<name>``; with
-neither, it is not kept at all.
+lists endpoints served) goes in a directory of its own found by the same rule
+(``private_dir``): ``$XDG_RUNTIME_DIR/rune-council/<name>``, else
+``~/.cache/rune-council/<name>``; with neither, it is not kept at all.
 """
 
 from __future__ import annotations
