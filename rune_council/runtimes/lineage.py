@@ -80,7 +80,11 @@ _live: dict[str, dict[int, float]] = {}
 _live_lock = threading.Lock()
 
 
-def track(voice_marker: str, pid: int) -> None:
+def track(voice_marker: str, pid: int, *, guarded: bool = False) -> None:
+    """Record a voice process as running; ``guarded`` when it was started without the
+    parent-death signal because the voice guard ends it if this process dies."""
+    if guarded:
+        _guard.add(pid)
     run = voice_marker.rsplit(".", 1)[0]
     try:
         started = psutil.Process(pid).create_time()
@@ -91,6 +95,7 @@ def track(voice_marker: str, pid: int) -> None:
 
 
 def untrack(voice_marker: str, pid: int) -> None:
+    _guard.remove(pid)
     run = voice_marker.rsplit(".", 1)[0]
     with _live_lock:
         procs = _live.get(run)
@@ -251,12 +256,15 @@ def ensure_subreaper() -> bool:
 def child_setup() -> Callable[[], None] | None:
     """A ``preexec_fn`` that ties the child's life to this process (Linux only), or None.
 
-    The signal fires when the forking thread dies, which for asyncio is the event loop's
-    thread: it outlives every voice it starts. A parent that died before the signal was armed
-    is detected by the changed parent pid.
+    None as well when this process's voice guard (``_VoiceGuard``) is running: it does the
+    same from outside, and without a ``preexec_fn`` CPython starts the child with vfork
+    instead of copying the whole council. A child started without one must be given to
+    ``track`` with ``guarded=True``. The parent-death signal fires when the forking thread
+    dies, which for asyncio is the event loop's thread: it outlives every voice it starts.
+    A parent that died before the signal was armed is detected by the changed parent pid.
     """
     prctl = _libc_prctl()
-    if prctl is None:
+    if prctl is None or _guard.watching():
         return None
     parent = os.getpid()
 
@@ -266,6 +274,130 @@ def child_setup() -> Callable[[], None] | None:
             os._exit(125)
 
     return arm
+
+
+class _VoiceGuard:
+    """One ``voice_guard`` process per council process, told of every voice it must end.
+
+    It is started on the first voice (which still gets the parent-death signal) and used
+    from the first voice after it said it is running; until then, and if it cannot start,
+    every voice keeps its ``preexec_fn``. If it dies, the next registration starts another
+    and hands it every voice still running.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.owner = 0  # the pid that started it: a forked copy needs its own
+        self.pid = 0
+        self.commands = -1
+        self.ready_fd = -1
+        self.ready = False
+        self.failed = False
+        self.voices: dict[int, int] = {}
+
+    def watching(self) -> bool:
+        with self.lock:
+            if self.owner != os.getpid():
+                self._start()
+            elif not self.ready and self.ready_fd >= 0:
+                self._check_ready()
+            return self.ready
+
+    def _start(self) -> None:
+        if self.owner != os.getpid():
+            # A forked copy must not keep its parent's guard from seeing end-of-file.
+            for fd in (self.commands, self.ready_fd):
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+        self.owner, self.ready, self.voices = os.getpid(), False, {}
+        self.pid, self.commands, self.ready_fd = 0, -1, -1
+        if self.failed or not sys.executable or _libc_prctl() is None:
+            return
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "voice_guard.py")
+        cmd_r = cmd_w = ready_r = ready_w = -1
+        try:
+            cmd_r, cmd_w = os.pipe()
+            ready_r, ready_w = os.pipe()
+            self.pid = os.posix_spawn(
+                sys.executable,
+                [sys.executable, "-I", "-S", script, str(os.getpid())],
+                os.environ,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, cmd_r, 0),
+                    (os.POSIX_SPAWN_DUP2, ready_w, 1),
+                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                ],
+                setsid=True,
+            )
+        except OSError:
+            self.failed = True
+            for fd in (cmd_w, ready_r):
+                if fd >= 0:
+                    os.close(fd)
+            return
+        finally:
+            for fd in (cmd_r, ready_w):
+                if fd >= 0:
+                    os.close(fd)
+        os.set_blocking(cmd_w, False)
+        os.set_blocking(ready_r, False)
+        self.commands, self.ready_fd = cmd_w, ready_r
+
+    def _check_ready(self) -> None:
+        try:
+            said = os.read(self.ready_fd, 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            said = b""
+        os.close(self.ready_fd)
+        self.ready_fd = -1
+        if said.startswith(b"ready"):
+            self.ready = True
+        else:
+            # It exited before it could watch: keep the parent-death signal for good.
+            self.failed = True
+            self._reap()
+
+    def _reap(self) -> None:
+        if self.pid:
+            with contextlib.suppress(OSError):
+                os.waitpid(self.pid, os.WNOHANG)
+
+    def _send(self, line: bytes) -> bool:
+        try:
+            return os.write(self.commands, line) == len(line)
+        except OSError:
+            return False
+
+    def add(self, pid: int) -> None:
+        started = start_ticks(pid)
+        if started is None:
+            return  # already gone
+        with self.lock:
+            if self.commands < 0:
+                return  # no guard was ever watching (no prctl, or it failed to start)
+            self.voices[pid] = started
+            if self._send(f"+{pid} {started}\n".encode()):
+                return
+            # The guard died (or stopped reading): a new one takes over every live voice.
+            voices = self.voices
+            os.close(self.commands)
+            self.commands = -1
+            self._reap()
+            self._start()
+            self.voices = voices
+            for known, at in voices.items():
+                self._send(f"+{known} {at}\n".encode())
+
+    def remove(self, pid: int) -> None:
+        with self.lock:
+            if self.voices.pop(pid, None) is not None and self.owner == os.getpid():
+                self._send(f"-{pid}\n".encode())
+
+
+_guard = _VoiceGuard()
 
 
 def _environ_has(pid: int, needle: bytes) -> bool:

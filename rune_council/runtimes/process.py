@@ -319,6 +319,8 @@ class _Run:
         stderr_file = open(err_r, "rb", buffering=0)  # noqa: SIM115
         loose_files: list[BinaryIO] = [stdin_file, stdout_file, stderr_file]
         lineage.ensure_subreaper()
+        # None once the voice guard watches this process, so the spawn can use vfork.
+        setup = lineage.child_setup()
         try:
             try:
                 proc = await asyncio.create_subprocess_exec(
@@ -329,10 +331,10 @@ class _Run:
                     env=self.env,
                     cwd=self.cwd,
                     start_new_session=True,
-                    preexec_fn=lineage.child_setup(),
+                    preexec_fn=setup,
                 )
                 lineage.spawned_roots.add(proc.pid)
-                lineage.track(self.marker, proc.pid)
+                lineage.track(self.marker, proc.pid, guarded=setup is None)
             finally:
                 for fd in (in_r, out_w, err_w):
                     os.close(fd)
