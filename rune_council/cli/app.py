@@ -237,8 +237,16 @@ def echo_json(document: str | bytes, *, nl: bool = True) -> None:
     so a terminal shows it inert and a program reads the same values (``safetext.json_text``)."""
     from ..core.safetext import json_text, mask_url_credentials
 
-    text = document.decode("utf-8", "replace") if isinstance(document, bytes) else document
-    shown = mask_url_credentials(text) if _only(text, _JSON_KEEP) else json_text(text)
+    if isinstance(document, bytes):
+        # Checked as the bytes they are: a 90 MB document is not encoded again to be checked.
+        if document.isascii() and not document.translate(None, _JSON_KEEP):
+            shown = mask_url_credentials(document.decode("ascii"))
+        else:
+            shown = json_text(document.decode("utf-8", "replace"))
+    else:
+        shown = (
+            mask_url_credentials(document) if _only(document, _JSON_KEEP) else json_text(document)
+        )
     typer.echo(shown, nl=nl)
 
 
