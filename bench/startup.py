@@ -1,6 +1,6 @@
 """A whole `rune council --json` process against five HTTP voices, next to its floor.
 
-Run: .venv/bin/python bench/startup.py [--repeat N | --quick]
+Run: .venv/bin/python bench/startup.py [--repeat N | --quick] [--baseline REV]
 
 A loopback OpenAI-compatible server (tests/http_server.py) serves five models of five
 families. Each figure is the wall time of a fresh process, median of N:
@@ -26,6 +26,9 @@ council's modules, argument parsing and options, reading the config (and how man
 detect cache and seating, planning, dispatch (which includes loading httpx's transport and
 a run-file write per voice status), judging, the rest (spawning the process and its exit:
 the wall time less the steps), and the run-file writes counted in those steps.
+With ``--baseline REV`` the package as it was at REV (``git archive``) runs the same single
+pass interleaved with this checkout's, and its figures are printed beside them: a change's
+before and after, measured in one sitting.
 Figures are printed, never asserted.
 """
 
@@ -251,10 +254,21 @@ def check_chaired(rank_out: str, chairman: str, calls: int) -> None:
         raise SystemExit(f"rank: {calls} model calls, not 5 answers + 5 ballots + 1 chairman")
 
 
-def measure(repeat: int) -> dict[str, Any]:
+def checkout(rev: str, into: Path) -> Path:
+    """The package as it was at ``rev``, extracted with ``git archive`` under ``into``."""
+    archive = subprocess.run(
+        ["git", "archive", rev, "rune_council"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    into.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def measure(repeat: int, baseline: str | None = None) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="rune-startup-") as tmp:
         home = Path(tmp)
+        old_env: dict[str, str] | None = None
         env = {
             "PATH": "/usr/bin:/bin",
             "HOME": str(home),
@@ -264,6 +278,8 @@ def measure(repeat: int) -> dict[str, Any]:
             # measures the baseline), not whatever copy is installed.
             "PYTHONPATH": str(ROOT),
         }
+        if baseline is not None:
+            old_env = {**env, "PYTHONPATH": str(checkout(baseline, home / "baseline"))}
         for delay in (0.0, VOICE_S):
             server = OpenAIServer(
                 models=list(MODELS),
@@ -280,17 +296,22 @@ def measure(repeat: int) -> dict[str, Any]:
                 before = len(server.chat_models())
                 rank_out = timed(council_argv(base, f"warmr-{delay}", chairman), env, home)[2]
                 check_chaired(rank_out, chairman, len(server.chat_models()) - before)
+                if old_env is not None:  # its first run writes its bytecode
+                    timed(council_argv(base, f"warmb-{delay}"), old_env, home)
                 rows: dict[str, list[float]] = {}
                 for i in range(repeat):
-                    for kind, argv in (
-                        ("floor", floor_argv),
-                        ("stack", stack_argv),
-                        ("single", council_argv(base, f"s{delay}-{i}")),
-                        ("rank", council_argv(base, f"r{delay}-{i}", chairman)),
-                    ):
-                        wall, cpu, out = timed(argv, env, home)
-                        if kind == "single" and json.loads(out)["voices_valid"] != 5:
-                            raise SystemExit("single pass: not every voice was valid")
+                    runs = [
+                        ("floor", floor_argv, env),
+                        ("stack", stack_argv, env),
+                        ("single", council_argv(base, f"s{delay}-{i}"), env),
+                        ("rank", council_argv(base, f"r{delay}-{i}", chairman), env),
+                    ]
+                    if old_env is not None:
+                        runs.append(("baseline", council_argv(base, f"b{delay}-{i}"), old_env))
+                    for kind, argv, kind_env in runs:
+                        wall, cpu, out = timed(argv, kind_env, home)
+                        if kind in ("single", "baseline") and json.loads(out)["voices_valid"] != 5:
+                            raise SystemExit(f"{kind}: not every voice was valid")
                         rows.setdefault(kind, []).append(wall)
                         rows.setdefault(kind + "_cpu", []).append(cpu)
                 figures[f"{delay:g}"] = {k: statistics.median(v) for k, v in rows.items()}
@@ -340,10 +361,13 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--quick", action="store_true", help="three repeats (about a minute)")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--baseline", metavar="REV", help="also run this revision's single pass, interleaved"
+    )
     args = p.parse_args()
     if args.quick:
         args.repeat = 3
-    figures = measure(args.repeat)
+    figures = measure(args.repeat, args.baseline)
     if args.json:
         print(json.dumps(figures, indent=2))
         return
@@ -376,6 +400,14 @@ def main() -> None:
         f"({spread['stack_cpu']}) {over:+.0f} ms; target <= stack floor "
         f"+{CPU_TARGET_MS} ms: {'met' if over <= CPU_TARGET_MS else 'NOT met'}"
     )
+    if args.baseline is not None:
+        old = f["baseline_cpu"] * 1000
+        print(
+            f"  single pass, 0 s voices, beside {args.baseline} in the same run: "
+            f"{cpu['single']:.0f} ms ({spread['single_cpu']}) against {old:.0f} ms "
+            f"({spread['baseline_cpu']}) of processor time, {cpu['single'] - old:+.0f} ms; "
+            f"over the stack floor {over:+.0f} ms against {old - cpu['stack']:+.0f} ms"
+        )
     slow = figures[f"{VOICE_S:g}"]
     ratio = slow["single"] / slow["floor"]
     print(
@@ -384,6 +416,13 @@ def main() -> None:
         f"({spread[f'{VOICE_S:g} floor']}) of the same run; target <= x{SLOW_TARGET}: "
         f"{'met' if ratio <= SLOW_TARGET else 'NOT met'}"
     )
+    if args.baseline is not None:
+        was = slow["baseline"]
+        print(
+            f"  single pass, {VOICE_S:g} s voices, beside {args.baseline}: {slow['single']:.2f}s "
+            f"against {was:.2f}s ({spread[f'{VOICE_S:g} baseline']}) wall, "
+            f"x{slow['single'] / slow['floor']:.2f} against x{was / slow['floor']:.2f} of the floor"
+        )
     st = dict(figures["steps_ms"])
     exit_ms = figures["0"]["single"] * 1000 - st["interpreter start"] - st["in-process total"]
     reads, writes = st.pop("config reads"), st.pop("run-file writes (count)")
