@@ -18,7 +18,6 @@ writing the run file (``RunRecorder.write``) is printed beside it, as is the tal
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -96,7 +95,9 @@ def council(root: Path, env: dict[str, str], run: int) -> tuple[float, int, floa
 def floor(bin_dir: Path, env: dict[str, str], stages: int) -> float:
     """The voices' own time: the same fakes, five at a time, once per stage."""
     started = time.perf_counter()
-    full = {**os.environ, **env}
+    # The environment the council hands its voices is filtered from ``env``, never this
+    # process's own; the floor's voices get ``env`` too, so both start the same interpreter.
+    full = dict(env)
     for _ in range(stages):
         procs = [
             subprocess.Popen(
