@@ -260,8 +260,8 @@ class _Row:
 
     hidden: frozenset[int]
     ids: list[int]
-    ranks: list[int]
-    levels: list[list[int]]
+    ranks: Sequence[int]
+    levels: list[list[int]] | None  # None: no ties, every ranked item a level of its own
     rest: int
     ties: int  # sum of t^3 - t over the ranked levels (the rest not included)
 
@@ -275,11 +275,25 @@ class _Row:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        sizes = tuple(map(len, self.levels))
+        sizes = (1,) * len(self.ids) if self.levels is None else tuple(map(len, self.levels))
         return (*sizes, self.rest) if self.rest else sizes
+
+    @property
+    def level_count(self) -> int:
+        return len(self.ids) if self.levels is None else len(self.levels)
 
 
 def _row(ballot: Ballot, hidden: frozenset[int], index: Mapping[str, int], n: int) -> _Row:
+    # Most ballots name one known, visible label per level: placed in one pass of builtins
+    # (a loop per level was most of reading a thousand ballots of fifty places).
+    if all(len(level) == 1 for level in ballot):
+        flat = list(map(index.get, chain.from_iterable(ballot), repeat(-1)))
+        if -1 not in flat and hidden.isdisjoint(flat):
+            at = len(flat)
+            steps = _STEPS.get(at)
+            if steps is None:
+                steps = _STEPS[at] = range(2, 2 * at + 1, 2)
+            return _Row(hidden, flat, steps, None, n - len(hidden) - at, 0)
     levels: list[list[int]] = []
     for level in ballot:
         kept = [j for x in level if (j := index.get(x, -1)) >= 0 and j not in hidden]
@@ -548,7 +562,7 @@ def _reranked(row: _Row, drop: frozenset[int]) -> _Vec | None:
     ranks: list[int] = []
     ties = 0
     at = 0
-    for level in row.levels:
+    for level in row.levels or [[j] for j in row.ids]:
         kept = [j for j in level if j not in drop]
         size = len(kept)
         if size:
@@ -615,15 +629,6 @@ def incomplete_mean_spearman_unseen(
                     total.add(vec)
         return total
 
-    # 1. Every pair as if it were plain.
-    for g, mine in sizes.items():
-        for h, theirs in sizes.items():
-            if n - g - h < 2:
-                continue
-            total = plain(theirs, h, g, h)
-            for i in mine:
-                credit(i, total, _shifted(rows[i], h, n - g - h))
-
     # 2. Which groups touch: one hides what the other ranked, or both hide the same item.
     hid_by: dict[int, list[frozenset[int]]] = {}
     for hidden in members:
@@ -641,6 +646,21 @@ def incomplete_mean_spearman_unseen(
         for x in hidden:
             for other in (*ranked_by.get(x, ()), *hid_by[x]):
                 touching.add((hidden, other))
+
+    # When most pairs of groups touch (members who rank nearly everything), redoing them
+    # pair by pair costs more than correlating every pair of groups directly, over dense
+    # vectors: choose by the work each way would do.
+    if _dense_is_cheaper(members, rows, touching, n):
+        return _dense_means(rows, members, n, sums, tally)
+
+    # 1. Every pair as if it were plain.
+    for g, mine in sizes.items():
+        for h, theirs in sizes.items():
+            if n - g - h < 2:
+                continue
+            total = plain(theirs, h, g, h)
+            for i in mine:
+                credit(i, total, _shifted(rows[i], h, n - g - h))
 
     # 3. Each group among itself: the same items seen, nothing to rank again.
     for hidden, who in members.items():
@@ -691,19 +711,151 @@ def incomplete_mean_spearman_unseen(
             for i, vec in zip(mine, vecs, strict=True):
                 credit(i, total, vec)
 
+    return _means(rows, n, sums, tally)
+
+
+def _means(
+    rows: Sequence[_Row], n: int, sums: Sequence[float], tally: Sequence[int]
+) -> list[float | None]:
+    """Each ranker's summed correlations over how many there were; the pooled comparison
+    for a ranker who shares two answers with no one."""
     out: list[float | None] = []
     pooled: _Pooled | None = None
     for i, row in enumerate(rows):
         if tally[i]:
             out.append(sums[i] / tally[i] + 0.0)
             continue
-        if len(row.levels) + bool(row.rest) < 2:
+        if row.level_count + bool(row.rest) < 2:
             out.append(None)  # it tied everything it saw: no correlation with anyone
             continue
         # No pair shares two answers (three members): compare with the others combined.
         pooled = pooled or _Pooled(rows, n)
         out.append(pooled.rho(i))
     return out
+
+
+def _dense_is_cheaper(
+    members: Mapping[frozenset[int], Sequence[int]],
+    rows: Sequence[_Row],
+    touching: Collection[tuple[frozenset[int], frozenset[int]]],
+    n: int,
+) -> bool:
+    """Whether correlating every pair of groups over dense vectors is less work than the
+    sparse way. The sparse way redoes each touching pair per ranker in Python, in steps
+    that follow the ballot; the dense way does every pair of groups per ranker in a few
+    passes of builtins over all ``n`` items, about ``DENSE_STEP`` times cheaper each."""
+    groups = len(members)
+    if groups > _DENSE_GROUPS:
+        return False
+    size = {hidden: len(who) for hidden, who in members.items()}
+    length = {
+        hidden: sum(len(rows[i].ids) for i in who) / len(who) for hidden, who in members.items()
+    }
+    sparse = 0.0
+    for a, b in touching:
+        if a != b:  # each touching pair is listed both ways: each side counted once
+            sparse += size[a] * (length[a] + _SPARSE_FIXED)
+    dense = (groups + 1) * len(rows) * (n + _DENSE_FIXED) / _DENSE_STEP
+    return dense < sparse
+
+
+# Calibrated on the bench's @own designs (bench/tally.py, sections 3 and 4): a ranker's
+# fixed cost per pair, in items, on either path, and how much cheaper a dense item is.
+_SPARSE_FIXED = 12
+_DENSE_FIXED = 12
+_DENSE_STEP = 8
+# Above this many groups the dense way is quadratic in them whatever the ballots.
+_DENSE_GROUPS = 400
+
+
+def _dense_means(
+    rows: Sequence[_Row],
+    members: Mapping[frozenset[int], Sequence[int]],
+    n: int,
+    sums: list[float],
+    tally: list[int],
+) -> list[float | None]:
+    """Every pair of groups (and each group with itself) correlated directly: each ranker's
+    ranks as a dense vector, ranked again over the answers both groups saw, and the other
+    group's vectors summed per scale, so a ranker's correlations with a whole group are
+    one dot product per scale."""
+    dense: list[list[int]] = []
+    for row in rows:
+        doubled = [row.rest_rank if row.rest else 0] * n
+        for j in row.hidden:
+            doubled[j] = 0
+        deque(map(doubled.__setitem__, row.ids, row.ranks), maxlen=0)
+        dense.append(doubled)
+    tables: dict[int, list[int]] = {}
+    groups = list(members.items())
+    for a, (hidden_a, who_a) in enumerate(groups):
+        for hidden_b, who_b in groups[a:]:
+            k = n - len(hidden_a | hidden_b)
+            if k < 2:
+                continue
+            mine = [(i, *_within(rows[i], dense[i], hidden_b - hidden_a, k, tables)) for i in who_a]
+            if hidden_a == hidden_b:
+                _correlate(mine, mine, k, sums, tally, same=True)
+                continue
+            theirs = [
+                (j, *_within(rows[j], dense[j], hidden_a - hidden_b, k, tables)) for j in who_b
+            ]
+            _correlate(mine, theirs, k, sums, tally, same=False)
+            _correlate(theirs, mine, k, sums, tally, same=False)
+    return _means(rows, n, sums, tally)
+
+
+def _within(
+    row: _Row, doubled: list[int], drop: frozenset[int], k: int, tables: dict[int, list[int]]
+) -> tuple[list[int], int]:
+    """``doubled`` ranked again without the items in ``drop`` (0 there), over the ``k``
+    items left, and its centred sum of squares. Dropping an item moves the ones below it
+    up a place (2 in doubled ranks) and shrinks its own tied group by one (1): a function
+    of the dropped rank alone, applied as one table."""
+    for x in drop:
+        cut = doubled[x]
+        if not cut:
+            continue
+        table = tables.get(cut)
+        if table is None:
+            table = tables[cut] = [
+                r - 2 * (r > cut) - (r == cut) for r in range(2 * len(doubled) + 2)
+            ]
+        doubled = list(map(table.__getitem__, doubled))
+        doubled[x] = 0
+    if row.ties == 0 and row.rest <= 1:  # no ties, before or after
+        return doubled, (k**3 - k) // 3
+    return doubled, sum(map(mul, doubled, doubled)) - k * (k + 1) ** 2
+
+
+def _correlate(
+    mine: Sequence[tuple[int, list[int], int]],
+    theirs: Sequence[tuple[int, list[int], int]],
+    k: int,
+    sums: list[float],
+    counts: list[int],
+    *,
+    same: bool,
+) -> None:
+    """Add each of ``mine``'s correlations with every one of ``theirs`` (not itself)."""
+    # Rankers with the same spread share a scale, so their vectors add up as whole numbers.
+    classes: dict[int, list[int]] = {}
+    sizes: dict[int, int] = {}
+    for _, doubled, sxx in theirs:
+        if sxx:
+            total = classes.get(sxx)
+            classes[sxx] = doubled if total is None else list(map(add, total, doubled))
+            sizes[sxx] = sizes.get(sxx, 0) + 1
+    defined = sum(sizes.values())
+    offset = k * (k + 1) ** 2  # sum(x) * sum(y) / k for two doubled rankings of k items
+    for i, doubled, sxx in mine:
+        if not sxx:
+            continue
+        dot = 0.0
+        for spread, total in classes.items():
+            dot += (sum(map(mul, doubled, total)) - sizes[spread] * offset) / math.sqrt(spread)
+        sums[i] += dot / math.sqrt(sxx) - (1.0 if same else 0.0)
+        counts[i] += defined - (1 if same else 0)
 
 
 class _Pooled:
