@@ -217,6 +217,18 @@ def measure(quick: bool, repeat: int, baseline: str, tmp: Path) -> None:
             f" (W = {full.consensus.w})"
         )
     print("   target: 1,000 rankers within 1 s; doubling the rankers about doubles the time")
+    # The floor: the baseline's whole tally of the same 1,000 rankers, interleaved.
+    own = parse(own_transcript(1000))
+    now, then = [], []
+    for _ in range(max(repeat, 3)):
+        now.append(figures(lambda o=own: tally(o), 1)[0])
+        then.append(baseline_tally(old, "own_transcript(1000)"))
+    print(f"   1000 rankers, whole tally, {'this':<8} {spread(now)}")
+    print(f"   1000 rankers, whole tally, {baseline:<8} {spread(then)}")
+    print(
+        f"   1000 rankers, ratio x{statistics.median(now) / statistics.median(then):.2f}"
+        " (target: at most x1.00, no slower than the baseline)"
+    )
 
     print("4. sparse rank stage: n members, each owns one answer and ranks 10 of the others")
     sizes = (200, 400, 1000, 2000)
@@ -234,22 +246,29 @@ def measure(quick: bool, repeat: int, baseline: str, tmp: Path) -> None:
     )
     print(f"   growth: time ~ n^{slope:.2f} (1 is linear); target: n = 1,000 within 2 s")
     for n in (200,) if quick else (200, 400):
-        code = (
-            "import sys, time; sys.path.insert(0, sys.argv[1]); import tally as bench; "
-            "from rune_council.deliberation.dsl import parse; "
-            "from rune_council.deliberation.tally import tally; "
-            f"p = parse(bench.sparse_transcript({n})); t = time.perf_counter(); tally(p); "
-            "print(time.perf_counter() - t)"
-        )
-        out = subprocess.run(
-            [sys.executable, "-c", code, str(Path(__file__).parent)],
-            env={**os.environ, "PYTHONPATH": str(old)},
-            cwd=old,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        print(f"   n = {n:>5}, {baseline}: whole tally {float(out.stdout):6.2f} s")
+        seconds = baseline_tally(old, f"sparse_transcript({n})")
+        print(f"   n = {n:>5}, {baseline}: whole tally {seconds:6.2f} s")
+
+
+def baseline_tally(old: Path, made: str) -> float:
+    """The baseline revision's in-process time for the whole tally of ``made`` (a call of
+    this script's transcript functions), in a process of its own on its own package."""
+    code = (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); import tally as bench; "
+        "from rune_council.deliberation.dsl import parse; "
+        "from rune_council.deliberation.tally import tally; "
+        f"p = parse(bench.{made}); t = time.perf_counter(); tally(p); "
+        "print(time.perf_counter() - t)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent)],
+        env={**os.environ, "PYTHONPATH": str(old)},
+        cwd=old,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout)
 
 
 if __name__ == "__main__":
