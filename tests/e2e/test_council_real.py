@@ -9,6 +9,7 @@ user would see: the printed result, the run file, and what reached the "model".
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -27,6 +28,7 @@ import jsonschema
 import psutil
 import pytest
 
+from rune_council.runs import load
 from tests.e2e.clis import INSTALL_HINT, cli_environment, node_bin_dir, real_clis_installed
 from tests.e2e.model_server import ANTHROPIC, GEMINI, OPENAI_RESPONSES, ModelServer
 from tests.helpers import PLAN, answer, claim
@@ -217,9 +219,19 @@ def load_result(ran: Ran, workdir: Path, run_id: str) -> dict[str, Any]:
     assert path.is_file(), f"no run file at {path}\n{ran.describe()}"
     stored = json.loads(path.read_text(encoding="utf-8"))
     assert printed["run_file"] == str(path)
-    # The run file is the final result, not an earlier state of the run.
-    assert stored == printed
     assert_valid_run_file(stored)
+    # The artifact is on disk once, beside the run file, sealed by the digest the file keeps.
+    kept = stored.pop("artifact_file")
+    if printed["artifact_text"] is None:
+        assert kept is None
+    else:
+        raw = printed["artifact_text"].encode("utf-8")
+        assert kept["sha256"] == hashlib.sha256(raw).hexdigest()
+        assert path.with_suffix(".artifact").read_bytes() == raw
+    # The run file, read as every reader reads it, is the final result, not an earlier state.
+    shown = load(path).model_dump(mode="json")
+    shown.pop("artifact_file")
+    assert shown == {k: v for k, v in printed.items() if k != "artifact_file"}
     return printed
 
 
