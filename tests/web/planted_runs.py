@@ -10,7 +10,9 @@ server shows it as running rather than abandoned.
 
 from __future__ import annotations
 
+import json
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +33,14 @@ def _copying_at_round_two(
 ) -> Callable[[str], str]:
     def fn(prompt: str) -> str:
         if prompt.startswith("An earlier round of this council") and not copy.exists():
+            # The recorder's writer thread puts intermediate versions on disk in order but a
+            # moment later, so wait for the version that holds round 1 before catching it.
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                doc = json.loads(source.read_bytes())
+                if len((doc.get("deliberation") or {}).get("rounds") or []) >= 1:
+                    break
+                time.sleep(0.01)
             shutil.copyfile(source, copy)
         return inner(prompt)
 
