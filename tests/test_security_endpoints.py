@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -152,8 +151,15 @@ class Ran:
     peak_rss: int  # bytes
 
 
-def _limit_address_space() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
+# The limit is set by a small launcher that then execs rune, not in a preexec hook: a hook
+# makes the child a fork of this test process, and Linux keeps a process's peak RSS across
+# exec, so the child would report this whole test run's memory as its own.
+_LAUNCH = (
+    "import os, resource, sys; "
+    "limit = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+)
 
 
 def environment(tmp: Path, **extra: str) -> dict[str, str]:
@@ -174,13 +180,20 @@ def rune(tmp: Path, *args: str, wall_s: float = 120.0, **extra: str) -> Ran:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rune_council.cli", *args],
+            [
+                sys.executable,
+                "-c",
+                _LAUNCH,
+                str(ADDRESS_SPACE_LIMIT),
+                "-m",
+                "rune_council.cli",
+                *args,
+            ],
             cwd=tmp,
             env=environment(tmp, **extra),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
-            preexec_fn=_limit_address_space,
         )
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
