@@ -41,6 +41,7 @@ Figures are printed, never asserted.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import os
@@ -284,12 +285,24 @@ def rune_check(proc: Proc) -> str | None:
     return None
 
 
+def _user_cache() -> Path:
+    where = Path.home() / ".cache"
+    where.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return where
+
+
 def rune_contenders(base: str, work: Path) -> list[Contender]:
     rune = str(Path(sys.executable).with_name("rune"))
     home = work / "rune"
     env = base_env(home, None)
     env["RUNE_COUNCIL_DIR"] = str(home / ".rune")
-    single = [rune, *council_argv(base, "RUN_ID", False)[3:]]
+    # rune keeps an endpoint's model list only in a cache no other user can write to, which
+    # nothing under /tmp is; a user's own ~/.cache is, so the councils run as a user's next
+    # ones do instead of listing the models again each time.
+    cache = Path(tempfile.mkdtemp(prefix="rune-peers-", dir=_user_cache()))
+    atexit.register(shutil.rmtree, cache, True)
+    env["XDG_CACHE_HOME"] = str(cache)
+    single = [rune, *council_argv(base, "RUN_ID", None)[3:]]
     # The chairman is named as rune names an endpoint's runtime (host-port:model); a name
     # that matches no runtime leaves the rank council without its chairman call.
     url = urlsplit(base)
