@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -151,15 +152,26 @@ class Ran:
     peak_rss: int  # bytes
 
 
-# The limit is set by a small launcher that then execs rune, not in a preexec hook: a hook
-# makes the child a fork of this test process, and Linux keeps a process's peak RSS across
-# exec, so the child would report this whole test run's memory as its own.
-_LAUNCH = (
-    "import os, resource, sys; "
-    "limit = int(sys.argv[1]); "
-    "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); "
-    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
-)
+# rune is started by a small launcher that forks it, sets the limit and reports the peak RSS
+# wait4 gives for it. Measuring a direct child of this test run would not do: Linux keeps a
+# process's peak RSS across exec, and a child forked or vforked from this process starts from
+# this whole test run's memory.
+_LAUNCH = """
+import os, resource, signal, sys
+limit, report = int(sys.argv[1]), sys.argv[2]
+pid = os.fork()
+if pid == 0:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    os.execv(sys.executable, [sys.executable, *sys.argv[3:]])
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as f:
+    f.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+os._exit(code)
+"""
 
 
 def environment(tmp: Path, **extra: str) -> dict[str, str]:
@@ -179,16 +191,19 @@ def rune(tmp: Path, *args: str, wall_s: float = 120.0, **extra: str) -> Ran:
     else this test run started is counted."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
+        report = tmp / f"peak-{time.monotonic_ns()}"
         proc = subprocess.Popen(
             [
                 sys.executable,
                 "-c",
                 _LAUNCH,
                 str(ADDRESS_SPACE_LIMIT),
+                str(report),
                 "-m",
                 "rune_council.cli",
                 *args,
             ],
+            start_new_session=True,
             cwd=tmp,
             env=environment(tmp, **extra),
             stdin=subprocess.DEVNULL,
@@ -200,7 +215,7 @@ def rune(tmp: Path, *args: str, wall_s: float = 120.0, **extra: str) -> Ran:
             if pid:
                 break
             if time.monotonic() - started > wall_s:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 pid, status, usage = os.wait4(proc.pid, 0)
                 break
             time.sleep(0.02)
@@ -213,7 +228,8 @@ def rune(tmp: Path, *args: str, wall_s: float = 120.0, **extra: str) -> Ran:
             out.read().decode("utf-8", "replace"),
             err.read().decode("utf-8", "replace"),
             seconds,
-            usage.ru_maxrss * 1024,  # kilobytes on Linux
+            # kilobytes on Linux; a launcher killed at the wall bound reports none
+            int(report.read_text()) * 1024 if report.exists() else usage.ru_maxrss * 1024,
         )
 
 
