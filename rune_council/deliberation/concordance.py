@@ -171,6 +171,40 @@ def add_to_class(classes: TieClasses, row: Placed, n: int) -> list[int]:
     return delta
 
 
+class TieColumns:
+    """Tie classes counted from whole rank vectors, for rankings in bytes (``2 n + 1 < 256``):
+    each row's doubled ranks over all ``n`` items, its left-out items at its rest rank, are
+    laid out by one ``bytes.maketrans`` (a later entry of ``from`` wins) and appended to its
+    class's buffer; each class's column sums are taken at the end, one pass of builtins per
+    column. Adding a row's places one by one in Python was a third of a long tally."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._everyone = bytes(range(n))
+        self._fill = [bytes((r,)) * n for r in range(256)]
+        self._rows: dict[int, tuple[bytearray, list[int]]] = {}
+
+    def add(self, row: Placed) -> None:
+        entry = self._rows.get(row.ties)
+        if entry is None:
+            entry = self._rows[row.ties] = (bytearray(), [0, 0])
+        buffer, stats = entry
+        stats[0] += 1
+        stats[1] += row.rest_rank
+        buffer += bytes.maketrans(
+            self._everyone + row.items,  # type: ignore[operator]
+            self._fill[row.rest_rank] + row.doubled,  # type: ignore[operator]
+        )[: self.n]
+
+    def classes(self) -> TieClasses:
+        """What :func:`tie_classes` makes of the same rows."""
+        n = self.n
+        return {
+            ties: ([sum(buffer[j::n]) - stats[1] for j in range(n)], stats)
+            for ties, (buffer, stats) in self._rows.items()
+        }
+
+
 def tie_classes(rows: Sequence[Placed], n: int) -> TieClasses:
     classes: TieClasses = {}
     for row in rows:

@@ -418,12 +418,22 @@ def _vote_target(move: Move) -> None:
         raise LineError(f"{move.verb} target {move.target!r} is neither an item number nor a label")
 
 
-_LABEL = r"(?:[A-Z]|p[1-9][0-9]*|#[a-z0-9][a-z0-9-]*)"
+_LABEL_FULL = re.compile(r"[A-Z]|p[1-9][0-9]*|#[a-z0-9][a-z0-9-]*")
 # The shape nearly every ballot line has: [speaker[:]] RANK ballot [conf=number], nothing else.
+# The ballot's places are checked once per distinct level text (``_level``), not per line.
 _PLAIN_RANK = re.compile(
-    r"(?:([A-Za-z0-9][A-Za-z0-9._-]{0,63}):?[ \t]+)?RANK[ \t]+"
-    rf"({_LABEL}(?:[>=]{_LABEL})*)(?:[ \t]+conf=([01](?:\.[0-9]+)?))?"
+    r"(?:([A-Za-z0-9][A-Za-z0-9._-]{0,63}):?[ \t]+)?RANK[ \t]+([^ \t]+)"
+    r"(?:[ \t]+conf=([01](?:\.[0-9]+)?))?"
 )
+
+
+def _level(part: str) -> tuple[str, ...] | None:
+    """A level text's labels as ``parse_ballot`` reads them, None where it would refuse them
+    (an empty place, a label that is not one, a label tied with itself)."""
+    labels = part.split("=")
+    if not all(map(_LABEL_FULL.fullmatch, labels)) or len(set(labels)) != len(labels):
+        return None
+    return tuple(map(sys.intern, labels))
 
 
 def _plain_rank(
@@ -446,7 +456,10 @@ def _plain_rank(
     except KeyError:
         for part in parts:
             if part not in levels:
-                levels[part] = tuple(sys.intern(x) for x in part.split("="))
+                level = _level(part)
+                if level is None:
+                    return None
+                levels[part] = level
         ballot = tuple(map(levels.__getitem__, parts))
     conf = None
     if conf_text is not None:
@@ -454,18 +467,14 @@ def _plain_rank(
         if conf > 1.0:
             return None
     # A label named twice: the full parser says so. Every label, split in one C pass.
-    labels = raw.replace("=", ">").split(">") if "=" in raw else parts
-    if len(set(labels)) != len(labels):
+    if "=" in raw:
+        labels = raw.replace("=", ">").split(">")
+        if len(set(labels)) != len(labels):
+            return None
+    elif len(set(parts)) != len(parts):
         return None
     return Move(
-        line=line_no,
-        text=text,
-        verb="RANK",
-        speaker=speaker,
-        phase=phase,
-        args=(raw,),
-        conf=conf,
-        ballot=ballot,
+        line_no, text, "RANK", speaker, phase, None, None, (raw,), (), conf, None, None, ballot
     )
 
 
@@ -478,7 +487,15 @@ def parse(text: str) -> Transcript:
     out = Transcript()
     phase: str | None = None
     levels: dict[str, tuple[str, ...]] = {}
+    moves = out.moves
     for line_no, raw in enumerate(text.splitlines(), start=1):
+        # A plain RANK line, the bulk of a long transcript, has nothing to strip, skip or
+        # drop: its move is made at once (the same move the path below would make).
+        if len(raw) <= MAX_LINE:
+            quick = _plain_rank(line_no, raw, phase, levels)
+            if quick is not None:
+                moves.append(quick)
+                continue
         stripped = raw.strip()
         if not stripped or _is_fence(stripped):
             continue
@@ -509,9 +526,9 @@ def parse(text: str) -> Transcript:
                 )
             continue
         try:
-            move = _plain_rank(line_no, stripped, phase, levels) or parse_move(
-                line_no, stripped, phase
-            )
+            # A plain line was read above; one with blanks around it is read here.
+            quick = _plain_rank(line_no, stripped, phase, levels) if stripped != raw else None
+            move = quick or parse_move(line_no, stripped, phase)
         except LineError as exc:
             out.dropped.append(Dropped(line_no, shown, str(exc)))
             continue

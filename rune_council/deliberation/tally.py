@@ -321,6 +321,9 @@ def _borda(
     place = concordance.place
     ties: concordance.TieClasses | None = {} if classes else None
     add_to_class = concordance.add_to_class
+    # Rankings in bytes count their tie classes from whole rank vectors (no step per place).
+    columns = concordance.TieColumns(n) if classes and compact else None
+    add_columns = columns.add if columns is not None else None
     for who, m in rank_moves:
         levels: Sequence[Sequence[str]] = (
             [kept for level in m.ballot if (kept := [x for x in level if x not in gone])]
@@ -335,7 +338,9 @@ def _borda(
         if table is None:
             table = points_of[conf] = [(n - r / 2) * conf for r in range(2 * n + 2)]
         # Each proposal's points are added in line order: float sums depend on the order.
-        if ties is None or not row.items:
+        if add_columns is not None and row.items:
+            add_columns(row)
+        if ties is None or add_columns is not None or not row.items:
             for j, r in zip(row.items, row.doubled, strict=True):
                 totals[j] += table[r]
         else:
@@ -348,6 +353,8 @@ def _borda(
         rankers.append(Counted(who, m.line, ballot, conf, row))
         ballots.append(levels)
         rows.append(row)
+    if columns is not None:
+        ties = columns.classes()
     return _Borda(totals, rankers, ballots, rows, points_of, ties)
 
 
