@@ -204,6 +204,9 @@ def _admitted(
     admitted: list[Move] = []
     proposed: set[str] = set()
     for m in moves:
+        if m.verb == "RANK" and (known is None or known.issuperset(chain.from_iterable(m.ballot))):
+            admitted.append(m)  # a ballot of proposed labels (nearly all of a long transcript)
+            continue
         unknown = _first_unknown(m, known) if known is not None else None
         if unknown is not None:
             dropped.append(
@@ -319,6 +322,7 @@ def _borda(
     ballots: list[Sequence[Sequence[str]]] = []
     points_of: dict[float, list[float]] = {}
     place = concordance.place
+    known: dict[Sequence[str], bytes] = {}  # each level's numbers, read once per level tuple
     ties: concordance.TieClasses | None = {} if classes else None
     add_to_class = concordance.add_to_class
     # Rankings in bytes count their tie classes from whole rank vectors (no step per place).
@@ -331,7 +335,7 @@ def _borda(
             else m.ballot
         )
         conf = 1.0 if m.conf is None else m.conf
-        row = place(levels, index, n, small=compact)
+        row = place(levels, index, n, small=compact, levels=known if compact and not gone else None)
         # A run of tied places with doubled rank r earns the mean of their points, n - r/2;
         # one table per conf, so equal points share one float object in a big tally.
         table = points_of.get(conf)
