@@ -138,6 +138,57 @@ def test_w_and_mean_correlations_match_the_tables(case: Any) -> None:
     assert all(_close(a, b, 1e-12) for a, b in zip(fast, plain, strict=True)), (fast, plain)
 
 
+@settings(max_examples=300, deadline=None)
+@given(complete_designs(), st.booleans())
+def test_tie_columns_count_the_classes_the_places_do(case: Any, partial: bool) -> None:
+    # Whole rank vectors laid out by bytes.maketrans, summed by column, against each
+    # place added one by one; ballots may leave items out (they share the rest rank).
+    ballots, items = case
+    if partial:
+        ballots = [b[: len(b) // 2 + 1] for b in ballots]
+    index = {x: j for j, x in enumerate(items)}
+    rows = [concordance.place(b, index, len(items), small=True) for b in ballots]
+    rows = [r for r in rows if r.items]
+    columns = concordance.TieColumns(len(items))
+    for row in rows:
+        columns.add(row)
+    assert columns.classes() == concordance.tie_classes(rows, len(items))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ranking([*LABELS[:6], "p40", "A"]), min_size=1, max_size=8))
+def test_shared_level_numbers_place_a_ballot_as_its_labels_do(ballots: Any) -> None:
+    # The tally reads each level tuple's numbers once across its ballots; labels outside
+    # the items in play are left out as when each label is looked up.
+    items = LABELS[:6]
+    index = {x: j for j, x in enumerate(items)}
+    shared: dict[Any, bytes] = {}
+    for ballot in ballots:
+        levels = tuple(tuple(level) for level in ballot)
+        by_label = concordance.place(levels, index, len(items), small=True)
+        assert concordance.place(levels, index, len(items), small=True, levels=shared) == by_label
+
+
+def test_a_refused_level_is_refused_on_every_line() -> None:
+    # The shortcut keeps only the level texts it accepted: a level it refused once is
+    # read by the full parser each time, with the full parser's reason.
+    lines = [
+        "m1 RANK p1>p0",
+        "m2 RANK p1>p0",
+        "m3 RANK p2=p2>p1",
+        "m4 RANK p1>p2=p2",
+        "m5 RANK p1>p2",
+    ]
+    parsed = parse("\n".join(lines))
+    reasons = []
+    for k, line in enumerate(lines[:4], start=1):
+        with pytest.raises(LineError) as caught:
+            parse_move(k, line, None)
+        reasons.append(str(caught.value))
+    assert [(d.line, d.reason) for d in parsed.dropped] == list(enumerate(reasons, start=1))
+    assert [m.speaker for m in parsed.moves] == ["m5"]
+
+
 PIECES = st.sampled_from(
     [
         "m1",
