@@ -276,19 +276,19 @@ def concordance_of(
     total = [shared + x for x in total]
     grand = sum(total)
     means: list[float | None] = []
-    for row in rows:
-        inv_ = scale.get(row.ties)
-        if inv_ is None or defined < 2:
-            means.append(None)
+    append = means.append
+    scale_of = scale.get
+    others = defined - 1
+    at = total.__getitem__
+    for items, doubled, rest_rank, _, ties in rows:
+        inv_ = scale_of(ties)
+        if inv_ is None or others < 1:
+            append(None)
             continue
-        mine = list(map(total.__getitem__, row.items))
-        dot = (
-            (row.rest_rank - centre) * grand
-            + sum(map(mul, row.doubled, mine))
-            - row.rest_rank * sum(mine)
-        )
+        mine = list(map(at, items))
+        dot = (rest_rank - centre) * grand + sum(map(mul, doubled, mine)) - rest_rank * sum(mine)
         # u . (total - u) = u . total - 1, averaged over the other defined rankers.
-        means.append((dot * inv_ - 1.0) / (defined - 1))
+        append((dot * inv_ - 1.0) / others)
     return w, means
 
 

@@ -35,6 +35,7 @@ VERBS = (
     "ABSTAIN",
     "SYNTH",
 )
+_VERB_SET = frozenset(VERBS)
 MODALITIES = ("MUST", "MUST-NOT", "SHOULD", "SHOULD-NOT", "MAY")
 PHASES = ("propose", "rank", "critique", "revise", "vote", "synth")
 FIELDS = ("ev", "conf", "note", "open")
@@ -446,7 +447,7 @@ def _plain_rank(
     if match is None or phase not in (None, "rank"):
         return None
     speaker, raw, conf_text = match.groups()
-    if speaker in VERBS:
+    if speaker in _VERB_SET:
         return None  # "RANK RANK ..." is read by the full parser (and refused there)
     parts = raw.split(">")
     # One lookup per level, in one pass of builtins: a tally of 100,000 ballots reads each

@@ -428,18 +428,20 @@ def _dissenters(
     three rankers or more) it dissents. When everyone is below 0 nobody stands apart, and
     the consensus note says why (a majority cycle, or plain disagreement)."""
     dissenters: list[str] = []
-    placed = [
-        (counted_, None if mean is None else round(mean, ROUNDING))
-        for counted_, mean, levels in zip(counted.rankers, means, counted.ballots, strict=True)
+    placed = [c for c, levels in zip(counted.rankers, counted.ballots, strict=True) if levels]
+    rounded = [
+        None if mean is None else round(mean, ROUNDING)
+        for mean, levels in zip(means, counted.ballots, strict=True)
         if levels
     ]
-    apart = concordance.standing_apart([mean for _, mean in placed])
-    for (counted_, mean), dissenting in zip(placed, apart, strict=True):
+    apart = concordance.standing_apart(rounded)
+    counting = len(ranked) >= MIN_RANKERS_FOR_DISSENT
+    for counted_, mean, dissenting in zip(placed, rounded, apart, strict=True):
         counted_.mean = None if mean is None else round(mean, 6)
-        if len(ranked) >= MIN_RANKERS_FOR_DISSENT and dissenting:
+        if counting and dissenting:
             counted_.dissenting = True
             dissenters.append(counted_.ranker)
-    everyone_below = bool(placed) and all(m is not None and m < 0 for _, m in placed)
+    everyone_below = bool(rounded) and all(m is not None and m < 0 for m in rounded)
     if len(ranked) >= MIN_RANKERS_FOR_DISSENT and everyone_below:
         cycle = concordance.majority_cycle(ranked, active)
         shape = (
