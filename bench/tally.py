@@ -15,7 +15,9 @@ subset of the proposals with occasional ties and a confidence.
    and as ``--json`` (about 40 MB and 90 MB printed, to /dev/null): wall time and peak memory
    (``wait4``), the printed report included. The floor is the same process of the baseline
    revision (``git archive`` into a temp dir, run with PYTHONPATH), interleaved with the
-   current code in the same run. Target: at most 0.5 x the baseline's time, 200 MB.
+   current code in the same run. Target: at most 0.5 x the baseline's time, 200 MB. Then
+   where the time goes: each step's processor time in-process (import, read, parse, tally,
+   rendering the text lines, rendering the JSON chunks), both revisions, interleaved.
 3. The rank stage's design (``@own``: every ranker's own proposal is unseen, so the rankings
    are incomplete) with 50 proposals and 250 to 2,000 rankers: the concordance (W for
    incomplete rankings and every ranker's mean Spearman) and the whole tally. Doubling the
@@ -198,6 +200,19 @@ def measure(quick: bool, repeat: int, baseline: str, tmp: Path) -> None:
         print(f"   {'  ' + baseline:<30} {spread(then)}")
         print(f"   {'  ratio':<30} x{ratio:.2f} (target x0.50, peak 200 MB)")
 
+    print(
+        "   where the time goes, in-process (processor seconds, the collector off as the "
+        f"command runs it), medians of {repeat}:"
+    )
+    steps: dict[str, list[list[float]]] = {"this": [], baseline: []}
+    for _ in range(repeat):
+        steps[baseline].append(phases(big, old))
+        steps["this"].append(phases(big, ROOT))
+    for name, runs in steps.items():
+        cells = [statistics.median(column) for column in zip(*runs, strict=True)]
+        shown = ", ".join(f"{what} {v:.2f}" for what, v in zip(PHASES, cells, strict=True))
+        print(f"   {name:<10} {shown}")
+
     print(f"3. @own (incomplete rankings), {PROPOSALS} proposals")
     for count in (250, 500, 1000, 2000):
         own = parse(own_transcript(count))
@@ -248,6 +263,54 @@ def measure(quick: bool, repeat: int, baseline: str, tmp: Path) -> None:
     for n in (200,) if quick else (200, 400):
         seconds = baseline_tally(old, f"sparse_transcript({n})")
         print(f"   n = {n:>5}, {baseline}: whole tally {seconds:6.2f} s")
+
+
+PHASES = ("import", "read", "parse", "tally", "text lines", "JSON chunks")
+_PHASES_CODE = """
+import gc, sys, time
+clock = time.process_time
+start = clock()
+from rune_council.deliberation.dsl import parse
+from rune_council.deliberation.tally import tally_parts
+from rune_council.render import tally_json_chunks, tally_lines
+gc.disable()
+marks = [clock()]
+raw = open(sys.argv[1], encoding="utf-8").read()
+marks.append(clock())
+transcript = parse(raw)
+marks.append(clock())
+parts = tally_parts(transcript)
+marks.append(clock())
+try:  # the counted ballots themselves where the revision renders them, else their details
+    for _ in tally_lines(parts.report, "x", parts):
+        pass
+except TypeError:
+    for _ in tally_lines(parts.report, "x", parts.rankers()):
+        pass
+marks.append(clock())
+try:
+    for _ in tally_json_chunks(parts.report, parts):
+        pass
+except TypeError:
+    for _ in tally_json_chunks(parts.report, parts.rankers()):
+        pass
+marks.append(clock())
+print(marks[0] - start, *(b - a for a, b in zip(marks, marks[1:])))
+"""
+
+
+def phases(transcript_file: Path, code: Path) -> list[float]:
+    """The processor time of each step of a tally command, in-process, for the package under
+    ``code``: where the time of section 2 goes (the printing itself not included)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PHASES_CODE, str(transcript_file)],
+        env={**os.environ, "PYTHONPATH": str(code)},
+        cwd=code,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [float(x) for x in out.stdout.split()]
 
 
 def baseline_tally(old: Path, made: str) -> float:
