@@ -19,15 +19,21 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .core.contract import ENDED_STATUSES, ArtifactFile, CouncilResult
+from .core.made import made_json
 from .core.redaction import Redactor, redact_model
 from .core.safetext import mask_url_credentials
 from .files import atomic_write_bytes
 from .runtimes.base import secrets_in_play
+
+if TYPE_CHECKING:
+    import asyncio
 
 # A run in one of these states is not rewritten again by its council, so that version must
 # survive a crash; so must the first version (a file that exists is a run that started).
@@ -35,6 +41,18 @@ from .runtimes.base import secrets_in_play
 # all the rest of a rewrite.
 FINAL_STATUSES: frozenset[str] = ENDED_STATUSES
 ARTIFACT_SUFFIX = ".artifact"
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running on this thread, if any (none runs before asyncio is loaded)."""
+    loaded = sys.modules.get("asyncio")
+    if loaded is None:
+        return None
+    try:
+        loop: asyncio.AbstractEventLoop = loaded.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop
 
 
 def artifact_sidecar(run_file: Path) -> Path:
@@ -85,34 +103,81 @@ class RunRecorder:
         # status change); the first and the final versions are written before write returns.
         self._writer: ThreadPoolExecutor | None = None
         self._queued: list[Future[None]] = []
+        # An intermediate version asked for on an event loop's thread is made once the loop
+        # finishes what it is doing: the changes made in one pass of the loop (five voices
+        # started, a stage's last answer and the round's next step) become one version
+        # instead of one each, each made from the whole run. Nothing can be seen in between:
+        # no process runs and no reader is answered until the loop gets back to waiting.
+        self._pending: CouncilResult | None = None
+        self._pending_on: tuple[asyncio.AbstractEventLoop, asyncio.Handle] | None = None
 
     def write(self, result: CouncilResult) -> None:
         # A last net under every redaction upstream: no secret in play and no URL
-        # credential reaches the file, nor the door that prints this object.
+        # credential reaches the file, nor the door that prints this object. Done here and
+        # now even for a version made later, since the caller may show the object at once.
         scrubbed(result)
         with self._lock:
-            document = self._document(result)
-            text = mask_url_credentials(document.model_dump_json(indent=2))
-            payload = text.encode("utf-8") + b"\n"
-            self._settle(wait=False)
             if result.status in FINAL_STATUSES or self.writes == 0:
                 # The version a crash must not lose: the file a run starts with, and the
                 # one it ends with, after every version queued before it.
+                self._drop_pending()
+                payload = self._payload(result)
                 self._settle(wait=True)
                 atomic_write_bytes(self.path, payload, durable=True)
-            else:
-                if self._writer is None:
-                    self._writer = ThreadPoolExecutor(1, thread_name_prefix="rune-run-file")
-                self._queued.append(
-                    self._writer.submit(atomic_write_bytes, self.path, payload, durable=False)
-                )
-            self.writes += 1
-            self.bytes_written += len(payload)
+                self._counted(payload)
+                return
+            loop = _running_loop()
+            if loop is None:
+                self._queue(result)
+                return
+            self._pending = result
+            if self._pending_on is None or self._pending_on[0] is not loop:
+                self._drop_pending(keep=True)
+                self._pending_on = (loop, loop.call_soon(self._write_pending))
 
     def flush(self) -> None:
         """Wait until every version handed to ``write`` is on disk; a failed write raises."""
         with self._lock:
+            pending = self._pending
+            self._drop_pending()
+            if pending is not None:
+                self._queue(pending)
             self._settle(wait=True)
+
+    def _write_pending(self) -> None:
+        with self._lock:
+            pending = self._pending
+            self._pending = self._pending_on = None
+            if pending is not None:
+                self._queue(pending)
+
+    def _drop_pending(self, *, keep: bool = False) -> None:
+        """Forget the version waiting for the loop (``keep`` the result it is to be made
+        from, to make it on another loop)."""
+        if self._pending_on is not None:
+            self._pending_on[1].cancel()
+            self._pending_on = None
+        if not keep:
+            self._pending = None
+
+    def _queue(self, result: CouncilResult) -> None:
+        """Make an intermediate version now and hand it to the writer thread."""
+        payload = self._payload(result)
+        self._settle(wait=False)
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="rune-run-file")
+        self._queued.append(
+            self._writer.submit(atomic_write_bytes, self.path, payload, durable=False)
+        )
+        self._counted(payload)
+
+    def _payload(self, result: CouncilResult) -> bytes:
+        text = mask_url_credentials(made_json(self._document(result), indent=2))
+        return text.encode("utf-8") + b"\n"
+
+    def _counted(self, payload: bytes) -> None:
+        self.writes += 1
+        self.bytes_written += len(payload)
 
     def _settle(self, *, wait: bool) -> None:
         """Drop the queued writes that are done (all of them, ``wait``ing for the rest),

@@ -290,12 +290,17 @@ def test_a_single_pass_builds_only_the_models_it_validates_or_writes(
     assert json.loads(out.stdout)["voices_valid"] == 2
     built = models_built(tmp_path)
 
-    # What comes in is validated, and the result is written: the ask, the request, the
-    # detection cache, the voices' answers and the CouncilResult are built.
+    # What comes in is validated: the ask, the request, the detection cache and the voices'
+    # answers are built.
     contract = "rune_council.core.contract."
-    for needed in ("PerspectiveRequest", "RuntimesFile", "VoiceAnswer", "CouncilResult"):
+    for needed in ("PerspectiveRequest", "RuntimesFile", "VoiceAnswer"):
         assert contract + needed in built
     assert "rune_council.council.intake.Ask" in built
+    # The result is written without building its schema (``made_json``), and what the council
+    # made from validated values (an attempt, a detected endpoint, a gated claim, a dissent
+    # entry) is taken as it is.
+    for own in ("CouncilResult", "Attempt", "DetectedRuntime", "Claim", "DissentEntry"):
+        assert contract + own not in built
     # Not what no part of it uses: a door's defaults (there are none), a council.toml's model
     # (there is none), the deliberation's results (a single pass has none) ...
     assert "rune_council.council.intake.AskDefaults" not in built

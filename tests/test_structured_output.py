@@ -15,7 +15,13 @@ import pytest
 from rune_council import CouncilOptions, convene
 from rune_council.core.answer import answer_problem
 from rune_council.core.contract import VoiceAnswer
-from rune_council.core.schema import WireSchemaError, _inline, render_wire_schema, wire_schema
+from rune_council.core.schema import (
+    PACKAGED_WIRE,
+    WireSchemaError,
+    _inline,
+    render_wire_schema,
+    wire_schema,
+)
 from rune_council.endpoints import EndpointSetup, EndpointSpec
 from rune_council.endpoints.formats import FORMATS_FILE, UserFormatMemory
 from rune_council.runtimes.http import (
@@ -23,6 +29,7 @@ from rune_council.runtimes.http import (
     EndpointClient,
     HttpRuntime,
     ModelChoice,
+    voice_answer_shape,
 )
 from tests.helpers import PLAN, QUESTION, ROLLBACK, SHARDS, UNDO, answer, council_result_schema
 from tests.http_server import Behaviour, OpenAIServer, Seen, answering
@@ -285,6 +292,16 @@ def test_the_committed_wire_schema_matches_the_contract() -> None:
         "contracts/voice-answer.wire.schema.json is stale: run "
         "`python -m rune_council.core.schema contracts`"
     )
+
+
+def test_the_shape_an_endpoint_is_sent_is_the_contracts_wire_schema() -> None:
+    """Endpoint voices read the schema from the package's copy, which must not drift."""
+    shipped = PACKAGED_WIRE["voice-answer"].read_text(encoding="utf-8")
+    assert shipped == render_wire_schema("voice-answer"), (
+        f"{PACKAGED_WIRE['voice-answer']} is stale: run "
+        "`python -m rune_council.core.schema contracts`"
+    )
+    assert voice_answer_shape().schema == wire_schema("voice-answer")
 
 
 def _nodes(node: Any) -> Iterator[dict[str, Any]]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..core.errors import ExitCode, exit_code_for_status
+from ..core.made import made_json
 from .app import council_app, council_errors, echo, echo_json
 from .options import (
     OnDivergenceOption,
@@ -219,7 +220,7 @@ def run_command(
         with progress(enabled=not as_json) as on_event:
             result = prepared.with_options(on_event=on_event).convene()
     if as_json:
-        echo_json(result.model_dump_json(indent=2))
+        echo_json(made_json(result, indent=2))
     else:
         # The text form's modules, only for the text form.
         from ..deliberation.render import render_deliberation

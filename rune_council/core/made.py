@@ -1,4 +1,4 @@
-"""Models of values this program made itself, taken as they are.
+"""Models of values this program made itself, taken as they are, and written as they are.
 
 Validation is for what comes in: a request, a voice's answer, a file on disk, an
 endpoint's reply. A model the council fills from values it produced and typed itself (a
@@ -10,8 +10,13 @@ model's schema is generated on first use). ``made`` takes such values as they ar
 converted or copied, so every value must already have its field's type and be a fresh
 object the caller does not keep changing elsewhere.
 
-What the model writes is the same either way: a run file or ``--json`` is serialized by the
-``CouncilResult`` that holds these models, whose schema covers them.
+Writing is the same story from the other side. Serializing a model through pydantic builds
+its whole schema first, and ``CouncilResult``'s covers every contract model: the largest
+single cost of a short council process, paid for a serializer whose job on these models is
+plain (the contract declares no aliases, exclusions, computed fields or custom serializers,
+and ``tests/test_made_json.py`` fails the day one does). ``made_json`` walks a model's
+fields in their declared order into plain values and hands those to pydantic-core's own
+JSON writer, so the text is byte for byte what ``model_dump_json`` prints.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+from pydantic_core import to_json
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -32,3 +38,23 @@ def made(model: type[M], /, **fields: Any) -> M:
 def empty(model: type[M]) -> Callable[[], M]:
     """A default factory for ``model`` with nothing set: every field at its own default."""
     return model.model_construct
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every model in it turned into a dict of its fields, in field order."""
+    if isinstance(value, BaseModel):
+        held = value.__dict__
+        return {name: plain(held[name]) for name in type(value).__pydantic_fields__}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    return value
+
+
+def made_json(model: BaseModel, *, indent: int | None = None) -> str:
+    """The JSON text ``model.model_dump_json(indent=indent)`` gives, without its schema.
+
+    Infinities and NaN become null, as pydantic's default writes them; a value of a type
+    JSON has no form for raises, as pydantic's serializer would."""
+    return to_json(plain(model), indent=indent, inf_nan_mode="null").decode("utf-8")

@@ -6,7 +6,9 @@ them in memory and fails when the committed files drift from the models.
 ``wire_schema`` is the form of a schema sent to a model server as an output constraint
 (``response_format``, ``codex exec --output-schema``): the same shape, written in the small
 part of JSON Schema that strict structured outputs and schema-to-grammar converters share.
-``contracts/voice-answer.wire.schema.json`` is the voice answer's, committed like the rest.
+``contracts/voice-answer.wire.schema.json`` is the voice answer's, committed like the rest,
+and a copy of it ships inside the package (``PACKAGED_WIRE``): a council with endpoint voices
+reads that file instead of generating the schema from the models in every process.
 """
 
 from __future__ import annotations
@@ -130,6 +132,8 @@ def wire_schema(name: str) -> dict[str, Any]:
 
 
 WIRE_SCHEMAS = ("voice-answer",)
+# The wire schemas a council sends, shipped as package data; the same bytes as in contracts/.
+PACKAGED_WIRE = {n: Path(__file__).with_name(f"{n}.wire.schema.json") for n in WIRE_SCHEMAS}
 
 
 def render_wire_schema(name: str) -> str:
@@ -144,9 +148,9 @@ def write_all(directory: Path) -> list[Path]:
         path.write_text(render_schema(name), encoding="utf-8")
         written.append(path)
     for name in WIRE_SCHEMAS:
-        path = directory / f"{name}.wire.schema.json"
-        path.write_text(render_wire_schema(name), encoding="utf-8")
-        written.append(path)
+        for path in (directory / f"{name}.wire.schema.json", PACKAGED_WIRE[name]):
+            path.write_text(render_wire_schema(name), encoding="utf-8")
+            written.append(path)
     return written
 
 

@@ -154,7 +154,8 @@ def _skeleton(
 ) -> RunLog:
     """The first write of the run file: every slot queued, before anything is dispatched."""
     started = now()
-    result = CouncilResult(
+    result = made(
+        CouncilResult,
         id=req.id,
         question=req.question,
         mode=req.mode,

@@ -15,6 +15,7 @@ from ..consent import HOW_TO_GRANT
 from ..core.contract import DetectedRuntime
 from ..core.errors import RuntimeConfigError
 from ..core.families import classify_model
+from ..core.made import made
 from ..core.paths import RuneDir
 from ..runtimes.http import (
     CandidatePool,
@@ -98,7 +99,8 @@ async def _prepare(
 def _report_row(prepared: _Prepared, choice: ModelChoice, runtime: str) -> DetectedRuntime:
     found = prepared.discovery
     when = f" at {found.fetched_at}" if found.fetched_at else ""
-    return DetectedRuntime(
+    return made(
+        DetectedRuntime,
         runtime=runtime,
         status="available",
         model_family=choice.family,

@@ -37,6 +37,7 @@ import datetime as dt
 import email.utils
 import functools
 import ipaddress
+import json
 import re
 import ssl
 import sys
@@ -60,6 +61,7 @@ from ..core.contract import (
     VoiceSource,
 )
 from ..core.errors import EndpointCallError
+from ..core.made import made
 from ..core.runtime import Answerer, ReplyCheck, RuntimeReply
 from ..core.safetext import one_line
 from .base import redact, remember_secrets
@@ -175,10 +177,12 @@ class OutputShape:
 
 @functools.cache
 def voice_answer_shape() -> OutputShape:
-    # Built on first use: most councils have no endpoint, and generating it costs pydantic.
-    from ..core.schema import wire_schema
+    # Read on first use from the copy the package ships (generating it from the models costs
+    # pydantic a schema build in every process); a test holds that copy to the models.
+    from ..core.schema import PACKAGED_WIRE
 
-    return OutputShape("voice_answer", wire_schema("voice-answer"))
+    shipped = PACKAGED_WIRE["voice-answer"].read_text(encoding="utf-8")
+    return OutputShape("voice_answer", json.loads(shipped))
 
 
 def response_format(shape: OutputShape, kind: ResponseFormatKind) -> dict[str, Any] | None:
@@ -883,7 +887,8 @@ class HttpRuntime:
                     outcome, detail = "malformed", problem
             name = self._name_of(current)
             attempts.append(
-                Attempt(
+                made(
+                    Attempt,
                     runtime=name,
                     source=self.source,
                     outcome=outcome,

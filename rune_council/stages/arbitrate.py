@@ -137,12 +137,13 @@ def _cluster_dissent(
     members: list[ClaimWording] | None = None,
 ) -> DissentEntry:
     """A cluster kept as dissent: its voices, families and claims, under ``label``."""
-    return DissentEntry(
+    return made(
+        DissentEntry,
         claim=claim,
         label=label,
-        voice_ids=cluster.voice_ids,
-        families=cluster.families,
-        claim_ids=cluster.claim_ids,
+        voice_ids=list(cluster.voice_ids),
+        families=list(cluster.families),
+        claim_ids=list(cluster.claim_ids),
         severity=severity,
         detail=detail,
         members=members or [],
@@ -307,7 +308,8 @@ def arbitrate(
         yes = [i for i, p in positions.items() if p == "yes"]
         no = [i for i, p in positions.items() if p == "no"]
         dissent.append(
-            DissentEntry(
+            made(
+                DissentEntry,
                 claim=(
                     f"Voices split on the question: YES ({', '.join(yes)}) vs NO ({', '.join(no)})"
                 ),
@@ -333,7 +335,8 @@ def arbitrate(
             else "near-verbatim from the same or an unconfirmed family: treat as one voice"
         )
         dissent.append(
-            DissentEntry(
+            made(
+                DissentEntry,
                 claim=claims[pair.claim_ids[0]].text,
                 label="correlated-penalty",
                 voice_ids=list(pair.voice_ids),
@@ -346,7 +349,8 @@ def arbitrate(
     perturbation = _perturbation_check(valid, voices)
     if perturbation.outcome == "framing-sensitive":
         dissent.append(
-            DissentEntry(
+            made(
+                DissentEntry,
                 claim="The answer depends on how the question is framed",
                 label="framing-sensitive",
                 voice_ids=[v for v in [perturbation.voice_id] if v],

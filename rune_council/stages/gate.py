@@ -12,6 +12,7 @@ from typing import Literal
 
 from ..core.answer import contract_answers, extract_answer
 from ..core.contract import Claim, DroppedVoice, PerspectiveRequest, VerifiedEvidence, Voice
+from ..core.made import made
 from ..core.text import normalise
 from .topic import topic_match
 
@@ -84,13 +85,14 @@ def gate(
         )
     voice.validity.on_topic = "pass"
     voice.claims = [
-        Claim(
+        made(
+            Claim,
             id=f"{voice.id}.c{k}",
             voice_id=voice.id,
             text=c.text,
             anchor=c.anchor,
             severity=c.severity,
-            evidence=[VerifiedEvidence(ref=e.ref, quote=e.quote) for e in c.evidence],
+            evidence=[made(VerifiedEvidence, ref=e.ref, quote=e.quote) for e in c.evidence],
         )
         for k, c in enumerate(answer.claims, start=1)
     ]
