@@ -5,18 +5,20 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..core.contract import (
-    ConsensusScore,
-    Consolidation,
-    CouncilResult,
-    Deliberation,
-    MemberBallot,
-    RiskRegister,
-    Synthesis,
-    VerdictMetadata,
-)
+from ..core.contract import CouncilResult, VerdictMetadata
+
+if TYPE_CHECKING:
+    # A council without a deliberation never loads the deliberation's models.
+    from ..core.contract import (
+        ConsensusScore,
+        Consolidation,
+        Deliberation,
+        MemberBallot,
+        RiskRegister,
+        Synthesis,
+    )
 from ..stages.arbitrate import decision_text, unresolved_claims
 
 
@@ -51,6 +53,8 @@ def settle_decision(result: CouncilResult) -> None:
 def digest_of(section: Synthesis | RiskRegister | Consolidation | MemberBallot) -> str:
     """sha256 of what a model wrote in a section (its text, summary and risks, or items), or
     of a member's raw ballot reply together with who sent it."""
+    from ..core.contract import MemberBallot, RiskRegister, Synthesis
+
     if isinstance(section, Synthesis):
         content: object = section.text
     elif isinstance(section, RiskRegister):
