@@ -223,13 +223,34 @@ def _only(text: str, allowed: bytes) -> bool:
     return text.isascii() and not text.encode("ascii").translate(None, allowed)
 
 
+# Bytes handed to the stream's binary writer come out as they are; text would have its
+# newlines turned into the platform's, so bytes are written only where that changes nothing.
+_BYTES_AS_TEXT = os.linesep == "\n"
+
+
+def _takes_bytes(err: bool = False) -> bool:
+    """Whether the stream ``typer.echo`` writes to has the binary writer bytes go to."""
+    import sys
+
+    return _BYTES_AS_TEXT and hasattr(sys.stderr if err else sys.stdout, "buffer")
+
+
 def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
     """Print text for a person: no escape sequence, control character (but newline and tab)
     or URL credential in ``message`` reaches the terminal (``safetext.plain``)."""
     from ..core.safetext import mask_url_credentials, plain
 
-    shown = mask_url_credentials(message) if _only(message, _PLAIN_KEEP) else plain(message)
-    typer.echo(shown, err=err, nl=nl)
+    if message.isascii():
+        encoded = message.encode("ascii")
+        if not encoded.translate(None, _PLAIN_KEEP):
+            if b"://" not in encoded and _takes_bytes(err):
+                # Nothing to mask: the bytes already made for the check are what is printed,
+                # not encoded again by the text stream (40 MB for a long tally).
+                typer.echo(encoded, err=err, nl=nl)
+                return
+            typer.echo(mask_url_credentials(message), err=err, nl=nl)
+            return
+    typer.echo(plain(message), err=err, nl=nl)
 
 
 def echo_json(document: str | bytes, *, nl: bool = True) -> None:
@@ -240,6 +261,11 @@ def echo_json(document: str | bytes, *, nl: bool = True) -> None:
     if isinstance(document, bytes):
         # Checked as the bytes they are: a 90 MB document is not encoded again to be checked.
         if document.isascii() and not document.translate(None, _JSON_KEEP):
+            if b"://" not in document and _takes_bytes():
+                # Nothing to mask either: printed as the bytes they are, never decoded and
+                # encoded again on the way out.
+                typer.echo(document, nl=nl)
+                return
             shown = mask_url_credentials(document.decode("ascii"))
         else:
             shown = json_text(document.decode("utf-8", "replace"))
