@@ -355,3 +355,26 @@ def test_the_cli_json_is_the_whole_reports_document(tmp_path: Any, text: str) ->
     code = 0 if report.valid else 1
     assert _cli_tally(path, "--json", code=code) == report.model_dump_json(indent=2) + "\n"
     assert _cli_tally(path, code=code) == render_tally(report, str(path)) + "\n"
+
+
+@given(
+    st.lists(
+        st.lists(st.sampled_from(LABELS[:4]), min_size=1, max_size=3, unique=True),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_the_shortcut_refuses_a_label_named_in_two_levels_as_the_parser_does(
+    levels: list[list[str]],
+) -> None:
+    # Labels are drawn from four, so many ballots name one in two levels (tied or not).
+    line = "m1 RANK " + ">".join("=".join(level) for level in levels)
+    shared: dict[str, tuple[str, ...]] = {}
+    _plain_rank(1, line, "rank", shared)  # the second reading finds every level shared
+    quick = _plain_rank(2, line, "rank", shared)
+    try:
+        full = parse_move(2, line, "rank")
+    except LineError:
+        assert quick is None
+    else:
+        assert quick == full

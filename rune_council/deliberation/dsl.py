@@ -467,10 +467,11 @@ def _plain_rank(
         conf = float(conf_text)
         if conf > 1.0:
             return None
-    # A label named twice: the full parser says so. Every label, split in one C pass.
+    # A label named twice: the full parser says so. A level holds no label twice (``_level``),
+    # so the ballot's labels, gathered from its shared level tuples in one C pass, number
+    # its places and ties unless one is named in two levels.
     if "=" in raw:
-        labels = raw.replace("=", ">").split(">")
-        if len(set(labels)) != len(labels):
+        if len(set().union(*ballot)) != len(parts) + raw.count("="):
             return None
     elif len(set(parts)) != len(parts):
         return None
