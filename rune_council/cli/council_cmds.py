@@ -5,6 +5,7 @@ option of a command from them, and a postponed one is a string it must compile a
 again in each process (32 of them for a council, some 5 ms of every run).
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -28,6 +29,7 @@ from .options import (
 
 if TYPE_CHECKING:
     from ..core.contract import CouncilResult
+    from ..council.options import OnEvent
 
 
 @council_app.command("run", help="Ask the council a question (the default command).")
@@ -153,7 +155,6 @@ def run_command(
     from ..core.paths import RuneDir
     from ..council.intake import FLAGS, Door, parse_ask, prepare
     from .consent_prompt import external_consent
-    from .live import progress
     from .signals import terminating_signals
 
     where = RuneDir.resolve(rune_dir)
@@ -217,7 +218,8 @@ def run_command(
             )
             prepared = prepared.with_consent(allowed)
         # Live per-voice table on a terminal, plain lines otherwise, nothing with --json.
-        with progress(enabled=not as_json) as on_event:
+        # --json shows no progress, so it does not load the live view's module either.
+        with _progress() if not as_json else contextlib.nullcontext(None) as on_event:
             result = prepared.with_options(on_event=on_event).convene()
     if as_json:
         echo_json(made_json(result, indent=2))
@@ -355,3 +357,9 @@ def detect_command(
         echo(f"login-shell PATH from {report.login_shell}: {len(report.login_path)} entries")
     if not any(d.status == "available" for d in report.detected):
         echo("no AI CLI found: councils will run subagent-only (--subagent-cmd)")
+
+
+def _progress() -> "contextlib.AbstractContextManager[OnEvent | None]":
+    from .live import progress
+
+    return progress()
