@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -318,19 +321,27 @@ class _Run:
         stdout_file = open(out_r, "rb", buffering=0)  # noqa: SIM115
         stderr_file = open(err_r, "rb", buffering=0)  # noqa: SIM115
         loose_files: list[BinaryIO] = [stdin_file, stdout_file, stderr_file]
+        # What the pipe holds of the prompt goes in before the child exists, so the child
+        # reads it the moment it starts rather than once the loop has connected its pipes
+        # (after every other voice of the stage was started); a prompt that fits whole is
+        # closed behind it, and the transport writes the rest of a longer one.
+        fed = _prefill(in_w, self.stdin)
+        if fed == len(self.stdin):
+            stdin_file.close()
+            loose_files.remove(stdin_file)
         lineage.ensure_subreaper()
         # None once the voice guard watches this process, so the spawn can use vfork.
         setup = lineage.child_setup()
         try:
             try:
-                proc = await asyncio.create_subprocess_exec(
-                    *self.argv,
+                proc = await _start(
+                    loop,
+                    self.argv,
                     stdin=in_r,
                     stdout=out_w,
                     stderr=err_w,
                     env=self.env,
                     cwd=self.cwd,
-                    start_new_session=True,
                     preexec_fn=setup,
                 )
                 lineage.spawned_roots.add(proc.pid)
@@ -354,23 +365,24 @@ class _Run:
         err_transport: asyncio.ReadTransport | None = None
         in_transport: asyncio.WriteTransport | None = None
         tracker: asyncio.Task[None] | None = None
-        exited: asyncio.Task[int] | None = None
+        exited: asyncio.Future[int] | None = None
         try:
             out_transport, _ = await loop.connect_read_pipe(lambda: out, stdout_file)
             loose_files.remove(stdout_file)
             err_transport, _ = await loop.connect_read_pipe(lambda: err, stderr_file)
             loose_files.remove(stderr_file)
-            in_transport, _ = await loop.connect_write_pipe(_Feed, stdin_file)
-            loose_files.remove(stdin_file)
-            # The transport writes whatever the pipe accepts as the child reads, interleaved
-            # with reading its output, and closes stdin once everything is written.
-            in_transport.write(self.stdin)
-            in_transport.close()
+            if fed < len(self.stdin):
+                in_transport, _ = await loop.connect_write_pipe(_Feed, stdin_file)
+                loose_files.remove(stdin_file)
+                # The transport writes whatever the pipe accepts as the child reads,
+                # interleaved with reading its output, and closes stdin once all is written.
+                in_transport.write(self.stdin[fed:])
+                in_transport.close()
             if on_start is not None:
                 on_start(proc.pid)
 
             tracker = asyncio.create_task(_track(tree))
-            exited = asyncio.create_task(proc.wait())
+            exited = proc.exited
             outcome, detail, exit_code = await self._supervise(proc, exited, out, err)
             await self._finish(tree, out, err)
             if not exited.done():
@@ -406,19 +418,21 @@ class _Run:
                 in_transport.abort()
             for f in loose_files:
                 f.close()
+            proc.release()
             lineage.spawned_roots.discard(proc.pid)
             lineage.untrack(self.marker, proc.pid)
 
     async def _supervise(
         self,
-        proc: asyncio.subprocess.Process,
-        exited: asyncio.Task[int],
+        proc: _Child,
+        exited: asyncio.Future[int],
         out: _Capture,
         err: _Capture,
     ) -> tuple[Outcome, str, int | None]:
         """Wait for the event that ends the run; the caller then kills what is left."""
         deadline = self.started + self.timeout_s
-        await _wait_any([exited, out.overflow], deadline - time.monotonic())
+        if not exited.done():  # a child that exits at once may be reaped already
+            await _wait_any([exited, out.overflow], deadline - time.monotonic())
 
         if out.overflow.done():
             return "too_large", self._too_large_detail(), proc.returncode
@@ -457,6 +471,167 @@ class _Run:
             self.left_behind = True
             await _terminate(holders, self.kill_grace_s, pgid=None)
             await _all_done(pipes, _POST_KILL_DRAIN_S)
+
+
+def _prefill(fd: int, data: bytes) -> int:
+    """How much of ``data`` the empty pipe ``fd`` took without blocking (it is left
+    non-blocking, as its transport would make it)."""
+    os.set_blocking(fd, False)
+    view = memoryview(data)
+    written = 0
+    while written < len(data):
+        try:
+            n = os.write(fd, view[written:])
+        except BlockingIOError:
+            break
+        if n <= 0:
+            break
+        written += n
+    return written
+
+
+class _Child:
+    """A started voice and the future of its exit status.
+
+    Where the kernel hands out pidfds, the exit is seen by the event loop itself (the pidfd
+    turns readable); asyncio's own child watcher on Python 3.11 starts a thread per child
+    instead, and a council starting five voices at once on a busy machine paid for each in
+    thread start-ups and hand-offs of the interpreter lock. Elsewhere asyncio waits, as before.
+    """
+
+    def __init__(
+        self,
+        pid: int,
+        exited: asyncio.Future[int],
+        *,
+        popen: subprocess.Popen[bytes] | None = None,
+        process: asyncio.subprocess.Process | None = None,
+    ) -> None:
+        self.pid = pid
+        self.exited = exited
+        self._popen = popen
+        self._process = process
+        self._pidfd = -1
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        if self._popen is not None:
+            return self._popen.returncode
+        assert self._process is not None
+        return self._process.returncode
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Resolve ``exited`` once the child ends, reaping it from the loop (pidfd only)."""
+        try:
+            fd = os.pidfd_open(self.pid)
+        except OSError:
+            self._wait_in_thread(loop)
+            return
+        try:
+            loop.add_reader(fd, self._reap)
+        except NotImplementedError:  # a loop that cannot watch a descriptor
+            os.close(fd)
+            self._wait_in_thread(loop)
+            return
+        self._pidfd, self._loop = fd, loop
+
+    def _reap(self) -> None:
+        assert self._popen is not None
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            code = 255  # reaped by someone else: its status is lost (asyncio says 255 too)
+        else:
+            if pid == 0:
+                return
+            code = os.waitstatus_to_exitcode(status)
+        self._popen.returncode = code
+        self._unwatch()
+        if not self.exited.done():
+            self.exited.set_result(code)
+
+    def _unwatch(self) -> None:
+        if self._pidfd >= 0:
+            assert self._loop is not None
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = -1
+
+    def _wait_in_thread(self, loop: asyncio.AbstractEventLoop) -> None:
+        popen, future = self._popen, self.exited
+        assert popen is not None
+
+        def settle(code: int) -> None:
+            if not future.done():
+                future.set_result(code)
+
+        def wait() -> None:
+            code = popen.wait()
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(settle, code)
+
+        threading.Thread(target=wait, name="rune-voice-wait", daemon=True).start()
+
+    def release(self) -> None:
+        """The run is over: a child not reaped yet (it outlived even SIGKILL's confirmation)
+        is waited for on a thread of its own, so it never stays a zombie of the loop's."""
+        if self._pidfd < 0 or self._popen is None or self._popen.returncode is not None:
+            return
+        self._unwatch()
+        popen = self._popen
+        threading.Thread(target=popen.wait, name="rune-voice-reap", daemon=True).start()
+
+
+@functools.cache
+def _pidfd_works() -> bool:
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return False
+    try:
+        os.close(opener(os.getpid()))
+    except OSError:
+        return False  # a kernel without pidfds (before Linux 5.3)
+    return True
+
+
+async def _start(
+    loop: asyncio.AbstractEventLoop,
+    argv: list[str],
+    *,
+    stdin: int,
+    stdout: int,
+    stderr: int,
+    env: dict[str, str],
+    cwd: str | os.PathLike[str] | None,
+    preexec_fn: Callable[[], None] | None,
+) -> _Child:
+    """Start ``argv`` as the leader of a new session, on the given descriptors."""
+    if not _pidfd_works():
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=preexec_fn,
+        )
+        return _Child(process.pid, asyncio.ensure_future(process.wait()), process=process)
+    popen = subprocess.Popen(
+        argv,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+        preexec_fn=preexec_fn,
+    )
+    child = _Child(popen.pid, loop.create_future(), popen=popen)
+    child.watch(loop)
+    return child
 
 
 async def _track(tree: _ProcessTree) -> None:

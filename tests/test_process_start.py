@@ -1,0 +1,143 @@
+"""How a voice process is started and waited for: its prompt is in its stdin from the start,
+whatever the event loop is busy with, and its exit is seen without a thread of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rune_council.runtimes import process
+from rune_council.runtimes.process import ProcessResult, run_process
+
+pytestmark = pytest.mark.timeout(60)
+
+FAKE_CLI = Path(__file__).parent / "fakes" / "fake_cli.py"
+FAKE_ARGV = [sys.executable, "-S", str(FAKE_CLI)]
+
+# Waits 50 ms, then reads stdin without blocking: "eof N" when the whole input was there
+# and closed behind, "waiting N" when stdin was still open with nothing more to read.
+READER = """
+import os, sys, time
+time.sleep(0.05)
+os.set_blocking(0, False)
+got = 0
+try:
+    while True:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            print("eof", got)
+            break
+        got += len(chunk)
+except BlockingIOError:
+    print("waiting", got)
+"""
+
+
+def _env(**extra: object) -> dict[str, str]:
+    env = {"PATH": os.environ.get("PATH", os.defpath)}
+    env.update({key: str(value) for key, value in extra.items()})
+    return env
+
+
+def test_the_prompt_is_there_when_the_voice_looks_even_while_the_loop_is_busy() -> None:
+    prompt = b"the prompt " * 100
+
+    async def main() -> ProcessResult:
+        async def hog() -> None:
+            # Whatever else the council does on its loop right after a voice starts (the
+            # next voices' starts, a run-file version) must not keep the prompt from it.
+            time.sleep(0.5)
+
+        voice = asyncio.ensure_future(
+            run_process(
+                [sys.executable, "-S", "-c", READER], stdin=prompt, env=_env(), timeout_s=10
+            )
+        )
+        await asyncio.sleep(0)  # the voice starts, then the loop is held for 0.5 s
+        await hog()
+        return await voice
+
+    result = asyncio.run(main())
+    assert result.outcome == "ok", result.detail
+    assert result.stdout.decode().split() == ["eof", str(len(prompt))]
+
+
+@pytest.mark.parametrize("size", [0, 1, 65_535, 65_536, 65_537, 300_000])
+def test_a_prompt_of_any_size_arrives_whole(tmp_path: Path, size: int) -> None:
+    # Up to a pipe's worth goes in before the child starts, the rest as it reads: the
+    # boundary between the two must lose or repeat nothing.
+    prompt = bytes((i * 7 + size) % 251 for i in range(size))
+    copy = tmp_path / "stdin.bin"
+    result = asyncio.run(
+        run_process(
+            FAKE_ARGV,
+            stdin=prompt,
+            env=_env(FAKE_MODE="answer", FAKE_STDIN_COPY=copy),
+            timeout_s=20,
+        )
+    )
+    assert result.outcome == "ok", result.detail
+    assert copy.read_bytes() == prompt
+
+
+def test_a_running_voice_has_no_thread_of_its_own_and_is_reaped() -> None:
+    before = set(threading.enumerate())
+    started: list[int] = []
+
+    async def main() -> tuple[ProcessResult, set[threading.Thread]]:
+        voice = asyncio.ensure_future(
+            run_process(
+                FAKE_ARGV,
+                stdin=b"p",
+                env=_env(FAKE_MODE="answer", FAKE_SLEEP_S=0.4, FAKE_EXIT_CODE=3),
+                timeout_s=10,
+                on_start=started.append,
+            )
+        )
+        await asyncio.sleep(0.2)
+        during = set(threading.enumerate()) - before
+        return await voice, during
+
+    result, during = asyncio.run(main())
+    assert result.outcome == "exit_nonzero" and result.exit_code == 3, result.detail
+    if process._pidfd_works():
+        # asyncio's watcher on Python 3.11 waited for each child on a thread of its own.
+        assert not during, [t.name for t in during]
+    with pytest.raises(ChildProcessError):
+        os.waitpid(started[0], os.WNOHANG)  # reaped already: no zombie left behind
+
+
+def test_a_voice_killed_by_a_signal_reports_it() -> None:
+    async def main() -> ProcessResult:
+        return await run_process(
+            FAKE_ARGV,
+            stdin=b"p",
+            env=_env(FAKE_MODE="die_mid_answer", FAKE_ANSWER="x" * 100),
+            timeout_s=10,
+        )
+
+    result = asyncio.run(main())
+    assert result.outcome == "exit_nonzero"
+    assert result.exit_code == -9 and result.detail == "killed by SIGKILL"
+
+
+def test_a_voice_that_exits_at_once_is_done_at_once() -> None:
+    # Its exit can be seen before the run starts waiting for it; the run must not then
+    # wait on to its timeout.
+    async def main() -> list[ProcessResult]:
+        return await asyncio.gather(
+            *(
+                run_process(["/bin/sh", "-c", "echo hi"], stdin=b"", env=_env(), timeout_s=30)
+                for _ in range(4)
+            )
+        )
+
+    for result in asyncio.run(main()):
+        assert result.outcome == "ok" and result.stdout == b"hi\n", result.detail
+        assert result.elapsed_s < 10, result.elapsed_s
