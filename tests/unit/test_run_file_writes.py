@@ -103,3 +103,36 @@ def test_only_the_first_and_the_final_versions_are_fsynced(
     assert CouncilResult.model_validate_json(path.read_bytes()).status == "complete"
     assert recorder.writes == 7
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
+
+
+def test_changes_made_in_one_pass_of_the_loop_become_one_version_with_all_of_them(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    path = tmp_path / "council" / "run-writes.json"
+    recorder = RunRecorder(path)
+
+    async def main() -> None:
+        result = _result("running")
+        recorder.write(result)  # the first version, on disk at once
+        for i in range(5):  # five voices started in one pass
+            result.notes.append(f"voice {i} started")
+            recorder.write(result)
+        assert recorder.writes == 1  # made once the loop gets back to waiting
+        await asyncio.sleep(0)
+        assert recorder.writes == 2
+        recorder.flush()
+        on_disk = CouncilResult.model_validate_json(path.read_bytes())
+        assert on_disk.notes == [f"voice {i} started" for i in range(5)]
+        result.notes.append("last change")
+        recorder.write(result)
+        result.status = "complete"  # type: ignore[assignment]
+        recorder.write(result)  # the final version supersedes the one still waiting
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    recorder.flush()
+    on_disk = CouncilResult.model_validate_json(path.read_bytes())
+    assert on_disk.status == "complete" and on_disk.notes[-1] == "last change"
+    assert recorder.writes == 3
