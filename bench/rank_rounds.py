@@ -1,7 +1,8 @@
 """What a rank council adds over the time its voices take, across rounds.
 
-    python bench/rank_rounds.py               # 3 repeats, about a minute
-    python bench/rank_rounds.py --repeat 1
+    python bench/rank_rounds.py               # 9 repeats, about half a minute
+    python bench/rank_rounds.py --repeat 25   # a steadier median
+    python bench/rank_rounds.py --quick       # 3 repeats, a smoke run
 
 Five fake CLI voices (tests/fakes, real subprocesses under the names claude, codex and
 gemini) each sleep a known time, then answer with a JSON answer and a RANK line; the council
@@ -9,15 +10,25 @@ is ``deliberation.method = rank`` over 3 rounds (``convergence_threshold`` 1.0, 
 closes it early), in-process through ``convene()``. Each round asks every member twice: its
 answer, then its ballot over the others' answers.
 
-The floor is the voices' own time, measured in the same run, interleaved: for each stage the
-council ran, the same five fake processes started together with a prompt on stdin and waited
-for. The overhead is the council's wall time less that floor (target: 100 ms). The time spent
-writing the run file (``RunRecorder.write``) is printed beside it, as is the tally's share.
+The floor is the voices' own time, measured in the same run, interleaved (council first in
+odd repeats, floor first in even ones, so a drift in the machine's load falls on both): for
+each stage the council ran, the same five fake processes started together with a prompt on
+stdin and waited for. The overhead is the council's wall time less that floor, taken pair by
+pair (target: 100 ms); the median and the spread of those pairs are printed.
+
+Where it goes, per stage: each voice's call (``CliRuntime.ask``) is stamped, so a council
+stage runs from the end of the stage before (the start of the council for the first) to the
+end of its last voice, and its overhead is that span less the same repeat's floor stage. The
+council's start (to the first voice) and its end (from the last voice to the result) are
+overhead whole. The time spent writing the run file (``RunRecorder.write``, on the council's
+own thread) and the tallies' are printed beside them.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import statistics
 import subprocess
 import sys
@@ -32,26 +43,44 @@ sys.path.insert(0, str(ROOT))  # the fakes live in the test tree
 from rune_council import CouncilOptions, convene  # noqa: E402
 from rune_council.deliberation import tally as tally_module  # noqa: E402
 from rune_council.recorder import RunRecorder  # noqa: E402
+from rune_council.runtimes.cli import CliRuntime  # noqa: E402
 from tests.fakes.bin import install_fake, path_with  # noqa: E402
 from tests.helpers import answer, claim  # noqa: E402
 
 VOICES = 5
 ROUNDS = 3
+STAGES = 2 * ROUNDS
 SLEEP_S = 0.2
 QUESTION = "Should we shard the orders table?"
 NAMES = ("claude", "codex", "gemini")
 
 
 class Meter:
-    """Seconds spent in one function, by wrapping it for the duration of a council."""
+    """Seconds spent in one function, by wrapping it for the duration of a council; with
+    ``spans``, also when each call started and ended."""
 
-    def __init__(self, owner: Any, name: str) -> None:
+    def __init__(self, owner: Any, name: str, *, spans: bool = False) -> None:
         self.owner, self.name = owner, name
         self.seconds = 0.0
+        self.spans: list[tuple[float, float]] | None = [] if spans else None
         self.original = getattr(owner, name)
 
     def __enter__(self) -> Meter:
         original, meter = self.original, self
+        if self.spans is not None:
+
+            async def timed_async(*args: Any, **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return await original(*args, **kwargs)
+                finally:
+                    ended = time.perf_counter()
+                    meter.seconds += ended - started
+                    assert meter.spans is not None
+                    meter.spans.append((started, ended))
+
+            setattr(self.owner, self.name, timed_async)
+            return self
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
@@ -67,8 +96,40 @@ class Meter:
         setattr(self.owner, self.name, self.original)
 
 
-def council(root: Path, env: dict[str, str], run: int) -> tuple[float, int, float, float]:
-    """Wall time, stages run, seconds in run-file writes and in the tally, of one council."""
+class Sample:
+    """One council: its wall time and, split at its stages, where that time went."""
+
+    def __init__(
+        self, wall: float, writes: float, tallies: float, parts: list[float], gc_s: float
+    ) -> None:
+        self.wall, self.writes, self.tallies, self.gc = wall, writes, tallies, gc_s
+        # [start -> first voice, stage 1 .. stage 6 spans, last voice -> result]
+        self.parts = parts
+
+
+class _GcMeter:
+    """Seconds the garbage collector ran during a council: a full collection of a heap this
+    size takes tens of milliseconds, and lands wherever it lands."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._at = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._at = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._at
+
+    def __enter__(self) -> _GcMeter:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+
+def council(root: Path, env: dict[str, str], run: int) -> Sample:
     request = {
         "id": f"bench-rank-{run}",
         "question": QUESTION,
@@ -78,27 +139,48 @@ def council(root: Path, env: dict[str, str], run: int) -> tuple[float, int, floa
             "rounds": {"max_rounds": ROUNDS, "convergence_threshold": 1.0},
         },
     }
+    collected = _GcMeter()
     with (
+        collected,
         Meter(RunRecorder, "write") as writes,
+        # Versions asked for in one pass of the loop are made once it is done (the recorder's
+        # own call_soon): metered too, so the writes' figure is everything the run file cost
+        # the council's thread.
+        Meter(RunRecorder, "_write_pending") as pending,
         Meter(tally_module, "tally_parts") as tallies,
+        Meter(CliRuntime, "ask", spans=True) as asks,
     ):
         started = time.perf_counter()
         result = convene(request, CouncilOptions(rune_dir=root / "rune", env=env))
-        wall = time.perf_counter() - started
+        ended = time.perf_counter()
     d = result.deliberation
     rounds = len(d.rounds) if d else 0
-    if result.voices_valid != VOICES or rounds != ROUNDS:
-        raise SystemExit(f"the council did not run as planned: {result.status}, {rounds} rounds")
-    return wall, 2 * rounds, writes.seconds, tallies.seconds
+    spans = sorted(asks.spans or [])
+    if result.voices_valid != VOICES or rounds != ROUNDS or len(spans) != STAGES * VOICES:
+        raise SystemExit(
+            f"the council did not run as planned: {result.status}, {rounds} rounds, "
+            f"{len(spans)} voice calls"
+        )
+    parts = [spans[0][0] - started]
+    mark = started
+    for k in range(STAGES):
+        stage_end = max(e for _, e in spans[k * VOICES : (k + 1) * VOICES])
+        parts.append(stage_end - mark)
+        mark = stage_end
+    parts.append(ended - mark)
+    return Sample(
+        ended - started, writes.seconds + pending.seconds, tallies.seconds, parts, collected.seconds
+    )
 
 
-def floor(bin_dir: Path, env: dict[str, str], stages: int) -> float:
-    """The voices' own time: the same fakes, five at a time, once per stage."""
-    started = time.perf_counter()
+def floor(bin_dir: Path, env: dict[str, str]) -> list[float]:
+    """The voices' own time, stage by stage: the same fakes, five at a time."""
     # The environment the council hands its voices is filtered from ``env``, never this
     # process's own; the floor's voices get ``env`` too, so both start the same interpreter.
     full = dict(env)
-    for _ in range(stages):
+    stages: list[float] = []
+    for _ in range(STAGES):
+        started = time.perf_counter()
         procs = [
             subprocess.Popen(
                 [str(bin_dir / NAMES[i % len(NAMES)])],
@@ -117,18 +199,31 @@ def floor(bin_dir: Path, env: dict[str, str], stages: int) -> float:
             assert p.stdout is not None
             p.stdout.read()
             p.wait()
-    return time.perf_counter() - started
+        stages.append(time.perf_counter() - started)
+    return stages
 
 
-def ms(samples: list[float]) -> str:
-    values = [s * 1000 for s in samples]
-    return f"median {statistics.median(values):6.0f} ms ({min(values):.0f}-{max(values):.0f})"
+def spread(samples: list[float]) -> str:
+    """Median, middle half and extremes, in ms."""
+    values = sorted(s * 1000 for s in samples)
+    if len(values) >= 4:
+        q = statistics.quantiles(values, n=4)
+        middle = f"; middle half {q[0]:.0f} to {q[2]:.0f}"
+    else:
+        middle = ""
+    return (
+        f"median {statistics.median(values):6.0f} ms "
+        f"(range {values[0]:.0f} to {values[-1]:.0f}{middle})"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--quick", action="store_true", help="3 repeats")
     args = parser.parse_args()
+    repeat = 3 if args.quick else max(1, args.repeat)
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         body = answer(QUESTION, "NO, not yet", [claim("The plan has no rollback step")])
@@ -144,28 +239,45 @@ def main() -> None:
             "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
         }
         council(root, env, 0)  # warm: detection cache, imports
-        walls: list[float] = []
-        floors: list[float] = []
-        writes: list[float] = []
-        tallies: list[float] = []
-        overheads: list[float] = []
-        for run in range(1, args.repeat + 1):
-            wall, stages, written, tallied = council(root, env, run)
-            base = floor(bin_dir, env, stages)
-            walls.append(wall)
-            floors.append(base)
-            writes.append(written)
-            tallies.append(tallied)
-            overheads.append(wall - base)
+        floor(bin_dir, env)
+        samples: list[Sample] = []
+        floors: list[list[float]] = []
+        for run in range(1, repeat + 1):
+            if run % 2:
+                samples.append(council(root, env, run))
+                floors.append(floor(bin_dir, env))
+            else:
+                floors.append(floor(bin_dir, env))
+                samples.append(council(root, env, run))
+    walls = [s.wall for s in samples]
+    bases = [sum(f) for f in floors]
+    overheads = [w - b for w, b in zip(walls, bases, strict=True)]
     print(
         f"rank council, {VOICES} fake CLI voices sleeping {SLEEP_S:g} s, {ROUNDS} rounds "
-        f"({2 * ROUNDS} stages), in-process convene(), {args.repeat} repeat(s)"
+        f"({STAGES} stages), in-process convene(), {repeat} repeat(s); "
+        f"1-min load {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
     )
-    print(f"   council wall                {ms(walls)}")
-    print(f"   voices' own time (floor)    {ms(floors)}")
-    print(f"   overhead (wall - floor)     {ms(overheads)}  target 100 ms")
-    print(f"     of which run-file writes  {ms(writes)}")
-    print(f"     of which the tallies      {ms(tallies)}")
+    print(f"   council wall                {spread(walls)}")
+    print(f"   voices' own time (floor)    {spread(bases)}")
+    print(f"   overhead (wall - floor)     {spread(overheads)}  target 100 ms")
+    print(f"     of which run-file writes  {spread([s.writes for s in samples])}")
+    print(f"     of which the tallies      {spread([s.tallies for s in samples])}")
+    print(f"     garbage collection        {spread([s.gc for s in samples])}")
+    print("   overhead by stage (council span - floor stage, same repeat), median ms:")
+    kinds = ["answers", "ballots"]
+    rows = [("start -> first voice", [s.parts[0] for s in samples])]
+    for k in range(STAGES):
+        label = f"round {k // 2 + 1} {kinds[k % 2]}"
+        rows.append((label, [s.parts[k + 1] - f[k] for s, f in zip(samples, floors, strict=True)]))
+    rows.append(("last voice -> result", [s.parts[-1] for s in samples]))
+    for label, values in rows:
+        ms = sorted(v * 1000 for v in values)
+        print(f"     {label:<22} {statistics.median(ms):6.1f}  ({ms[0]:.1f} to {ms[-1]:.1f})")
+    stage_floor = sorted(x * 1000 for f in floors for x in f)
+    print(
+        f"   one floor stage             median {statistics.median(stage_floor):6.0f} ms "
+        f"(range {stage_floor[0]:.0f} to {stage_floor[-1]:.0f})"
+    )
 
 
 if __name__ == "__main__":
