@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import signal
 import sys
-import tempfile
-from collections.abc import Iterable
-from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -20,146 +15,7 @@ from ..core.errors import ExitCode
 from ..safefile import read_capped
 from .app import council_app, echo, echo_json, fail
 
-if TYPE_CHECKING:
-    from ..deliberation.tally import Counted, TallyParts
-
 MAX_TRANSCRIPT_BYTES = 20_000_000
-
-
-# Below this many counted ballots the report prints in well under a tenth of a second and a
-# second process would not pay for its start.
-TWO_CORES_FROM = 20_000
-_LINES_PER_ECHO = 1000  # text lines per write; JSON is written per 1,000 rankers (render)
-
-
-def _print(parts: TallyParts, source: str, as_json: bool) -> None:
-    """The report on stdout, in one process."""
-    from ..render import tally_json_chunks, tally_lines
-
-    if as_json:
-        for data in tally_json_chunks(parts.report, parts):
-            echo_json(data, nl=False)
-        echo()
-        return
-    _echo_lines(tally_lines(parts.report, source, parts))
-
-
-def _echo_lines(lines: Iterable[str]) -> None:
-    chunk: list[str] = []
-    for line in lines:
-        chunk.append(line)
-        if len(chunk) == _LINES_PER_ECHO:
-            echo("\n".join(chunk))
-            chunk.clear()
-    if chunk:
-        echo("\n".join(chunk))
-
-
-def _printed_on_two_cores(parts: TallyParts, source: str, as_json: bool) -> bool:
-    """Print a long report with its second half of rankers rendered at the same time by a
-    forked copy of this process (into a temporary file, copied out after the first half).
-
-    Rendering is a quarter of a long tally and each ranker's text depends only on its own
-    ballot, so two cores halve it; fork shares the tally with the copy, nothing is pickled.
-    Both halves go through the same ``echo``/``echo_json`` in the same chunks as the
-    one-process path, so every check and every byte is the same. False (nothing printed)
-    where there is no fork, the report is short, or the copy could not be started; a copy
-    that fails is replaced by rendering its half here."""
-    counted = parts.counted
-    if not hasattr(os, "fork") or len(counted) < TWO_CORES_FROM or not _stdout_is_fd_1():
-        return False
-    from ..render import tally_json_chunks, tally_lines
-
-    report = parts.report
-    if as_json:
-        # Rankers are written 1,000 to a chunk; the first half ends on a chunk's end, so its
-        # own closing (the brackets and the report after the rankers) is a chunk of its own.
-        half = len(counted) // 2 // 1000 * 1000
-        head = 0
-    else:
-        # The lines before the first ranker's: where two one-ranker reports first differ.
-        one = list(tally_lines(report, source, _view(parts, counted[:1])))
-        other = list(tally_lines(report, source, _view(parts, counted[1:2])))
-        head = next((i for i, (a, b) in enumerate(zip(one, other, strict=True)) if a != b), -1)
-        if head < 0:
-            return False
-        # The first half ends on a chunk's end, so the second's chunks are the same lines.
-        half = (len(counted) // 2 + head) // _LINES_PER_ECHO * _LINES_PER_ECHO - head
-    first, second = _view(parts, counted[:half]), _view(parts, counted[half - 1 :])
-
-    def second_half() -> None:
-        if as_json:
-            # Written one ranker to a chunk, grouped here as the one-process path groups
-            # them: the first chunk (the head and the overlapping last ranker of the first
-            # half) is the first half's.
-            chunks = tally_json_chunks(report, second, per_chunk=1)
-            next(chunks)
-            group: list[bytes] = []
-            for data in chunks:
-                group.append(data)
-                if len(group) == 1000:
-                    echo_json(b"".join(group), nl=False)
-                    group.clear()
-            echo_json(b"".join(group), nl=False)
-            echo()
-        else:
-            lines = tally_lines(report, source, second)
-            _echo_lines(islice(lines, head + 1, None))
-
-    with tempfile.TemporaryFile() as spool:
-        sys.stdout.flush()
-        try:
-            pid = os.fork()
-        except OSError:
-            return False
-        if pid == 0:  # the copy: its half into the spool, then gone without the parent's exits
-            code = 1
-            try:
-                os.dup2(spool.fileno(), 1)
-                second_half()
-                sys.stdout.flush()
-                code = 0
-            finally:
-                os._exit(code)
-        try:
-            if as_json:
-                chunks = tally_json_chunks(report, first)
-                held = next(chunks)
-                for data in chunks:
-                    echo_json(held, nl=False)
-                    held = data  # the last one is the first half's closing, not printed
-            else:
-                _echo_lines(islice(tally_lines(report, source, first), head + half))
-            sys.stdout.flush()
-            _, status = os.waitpid(pid, 0)
-            pid = 0
-            if os.waitstatus_to_exitcode(status) != 0:
-                second_half()
-                return True
-            spool.seek(0)
-            out = sys.stdout.buffer
-            while block := spool.read(1 << 20):
-                out.write(block)
-            out.flush()
-        finally:
-            if pid:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-    return True
-
-
-def _stdout_is_fd_1() -> bool:
-    """Whether printing goes to this process's file descriptor 1 (the copy writes there)."""
-    try:
-        return sys.stdout.fileno() == 1 and hasattr(sys.stdout, "buffer")
-    except (AttributeError, OSError, ValueError):
-        return False
-
-
-def _view(parts: TallyParts, counted: list[Counted]) -> TallyParts:
-    from ..deliberation.tally import TallyParts
-
-    return TallyParts(parts.report, counted, parts.active, parts.tables)
 
 
 def _transcript_from(raw: str) -> str:
@@ -191,6 +47,7 @@ def tally_command(
 ) -> None:
     from ..deliberation.dsl import parse
     from ..deliberation.tally import tally_parts
+    from ..render import tally_json_chunks, tally_lines
 
     if file == "-":
         raw = sys.stdin.read(MAX_TRANSCRIPT_BYTES)
@@ -219,7 +76,18 @@ def tally_command(
     parts = tally_parts(transcript)
     del transcript
     report = parts.report
-    if not _printed_on_two_cores(parts, source, as_json):
-        _print(parts, source, as_json)
+    if as_json:
+        for data in tally_json_chunks(report, parts):
+            echo_json(data, nl=False)
+        echo()
+    else:
+        chunk: list[str] = []
+        for line in tally_lines(report, source, parts):
+            chunk.append(line)
+            if len(chunk) == 1000:
+                echo("\n".join(chunk))
+                chunk.clear()
+        if chunk:
+            echo("\n".join(chunk))
     if not report.valid:
         raise typer.Exit(ExitCode.NO_VERDICT)
