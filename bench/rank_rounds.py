@@ -181,20 +181,24 @@ def floor(bin_dir: Path, env: dict[str, str]) -> list[float]:
     stages: list[float] = []
     for _ in range(STAGES):
         started = time.perf_counter()
-        procs = [
-            subprocess.Popen(
+        procs = []
+        for i in range(VOICES):
+            p = subprocess.Popen(
                 [str(bin_dir / NAMES[i % len(NAMES)])],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 env=full,
+                # Each voice leads a session of its own, as the council starts them: where
+                # the kernel schedules by session (autogroup), that decides its CPU share.
+                start_new_session=True,
             )
-            for i in range(VOICES)
-        ]
-        for p in procs:  # every prompt is in before any answer is awaited
+            # Each prompt goes in as its voice starts, as the council's do (a pipe's worth
+            # is in before the child runs): the floor waits on nothing the voices do not.
             assert p.stdin is not None
             p.stdin.write(QUESTION.encode())
             p.stdin.close()
+            procs.append(p)
         for p in procs:
             assert p.stdout is not None
             p.stdout.read()
