@@ -16,7 +16,8 @@ single cost of a short council process, paid for a serializer whose job on these
 plain (the contract declares no aliases, exclusions, computed fields or custom serializers,
 and ``tests/test_made_json.py`` fails the day one does). ``made_json`` walks a model's
 fields in their declared order into plain values and hands those to pydantic-core's own
-JSON writer, so the text is byte for byte what ``model_dump_json`` prints.
+JSON writer, so the text is byte for byte what ``model_dump_json`` prints; a process that
+writes much more than a single pass does builds the serializer after all.
 """
 
 from __future__ import annotations
@@ -52,9 +53,25 @@ def plain(value: Any) -> Any:
     return value
 
 
+# Walking costs a few microseconds a kilobyte every time; building a model's serializer
+# costs tens of milliseconds once. A process that has walked this many characters of one
+# model's text (a long deliberation rewriting a large run file) builds its serializer and
+# uses it from then on; a single pass stays far below it.
+WALK_BUDGET = 1_000_000
+_walked: dict[type[BaseModel], int] = {}
+
+
 def made_json(model: BaseModel, *, indent: int | None = None) -> str:
-    """The JSON text ``model.model_dump_json(indent=indent)`` gives, without its schema.
+    """The JSON text ``model.model_dump_json(indent=indent)`` gives, without its schema
+    while that is cheaper (``WALK_BUDGET``), through it once it is built.
 
     Infinities and NaN become null, as pydantic's default writes them; a value of a type
     JSON has no form for raises, as pydantic's serializer would."""
-    return to_json(plain(model), indent=indent, inf_nan_mode="null").decode("utf-8")
+    kind = type(model)
+    if kind.__pydantic_complete__:
+        return model.model_dump_json(indent=indent)
+    text = to_json(plain(model), indent=indent, inf_nan_mode="null").decode("utf-8")
+    walked = _walked[kind] = _walked.get(kind, 0) + len(text)
+    if walked > WALK_BUDGET:
+        kind.model_rebuild()
+    return text
