@@ -41,15 +41,25 @@ def empty(model: type[M]) -> Callable[[], M]:
     return model.model_construct
 
 
+# Values written as they are: checked by exact type first, the common case by far.
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """``value`` with every model in it turned into a dict of its fields, in field order."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
     if isinstance(value, BaseModel):
         held = value.__dict__
-        return {name: plain(held[name]) for name in type(value).__pydantic_fields__}
+        return {
+            name: item if type(item := held[name]) in _LEAVES else plain(item)
+            for name in kind.__pydantic_fields__
+        }
     if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
+        return [item if type(item) in _LEAVES else plain(item) for item in value]
     if isinstance(value, dict):
-        return {key: plain(item) for key, item in value.items()}
+        return {key: item if type(item) in _LEAVES else plain(item) for key, item in value.items()}
     return value
 
 
