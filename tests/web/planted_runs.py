@@ -33,12 +33,14 @@ def _copying_at_round_two(
 ) -> Callable[[str], str]:
     def fn(prompt: str) -> str:
         if prompt.startswith("An earlier round of this council") and not copy.exists():
-            # The recorder's writer thread puts intermediate versions on disk in order but a
-            # moment later, so wait for the version that holds round 1 before catching it.
+            # The recorder makes a version once the council's loop has finished what it is
+            # doing and its writer thread puts it on disk a moment later: wait for the version
+            # that holds round 1 and this member at work on round 2 before catching it.
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline:
                 doc = json.loads(source.read_bytes())
-                if len((doc.get("deliberation") or {}).get("rounds") or []) >= 1:
+                rounds = (doc.get("deliberation") or {}).get("rounds") or []
+                if len(rounds) >= 1 and doc["voices"][0]["status"] == "running":
                     break
                 time.sleep(0.01)
             shutil.copyfile(source, copy)
@@ -52,10 +54,17 @@ def mid_round(rune: Path, run_id: str = "midround") -> Path:
     path = rune / "council" / f"run-{run_id}.json"
     copy = rune / f"caught-{run_id}.json"
     voices = three()
-    voices[0] = member(
+    # Members think a moment before they answer, as real ones do: the council's loop
+    # meanwhile makes the version that shows them at work (an answer is called on the loop).
+    # The first answers first, so it is caught with none of round 2 finished.
+    for later in voices[1:]:
+        later.delay_s = 0.6
+    voices[0] = ScriptedRuntime(
         _copying_at_round_two(scripted("NO, not before a rollback exists", [ROLLBACK]), path, copy),
-        "claude",
-        "anthropic",
+        name="claude",
+        family="anthropic",
+        source="subagent",
+        delay_s=0.3,
     )
     chair = FunctionRuntime(lambda prompt: CHAIR, name="chair")
     convene(
