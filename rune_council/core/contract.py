@@ -999,53 +999,24 @@ class RuntimesFile(_Strict):
 
 # --------------------------------------------------------------------------- deliberation results
 
+
 # Defined in contract_deliberation, named here: ``from .contract import RankResult`` works
-# as it always did, and loads them the first time any of them is asked for.
-_DELIBERATION = frozenset(
-    {
-        "AbsentMember",
-        "BlockedProposal",
-        "ChainLink",
-        "ConsensusScore",
-        "ConsolidatedItem",
-        "Consolidation",
-        "Deliberation",
-        "DroppedLine",
-        "ItemTally",
-        "MemberBallot",
-        "MoveError",
-        "ProposalScore",
-        "PrunedProposal",
-        "RankProposal",
-        "RankResult",
-        "RankShuffle",
-        "RankerDetail",
-        "Risk",
-        "RiskLikelihood",
-        "RiskRegister",
-        "RiskSeverity",
-        "RoundRecord",
-        "RoundVoice",
-        "SynthMove",
-        "Synthesis",
-        "TallyReport",
-        "VoteCount",
-        "VoteResult",
-    }
-)
-
-
+# as it always did, and loads that module the first time any of its names is asked for (the
+# type checker reads the aliases at the top).
 def _load_deliberation() -> None:
     from . import contract_deliberation as part
 
-    for name in _DELIBERATION:
-        globals()[name] = getattr(part, name)
+    here = globals()
+    for name, value in vars(part).items():
+        if not name.startswith("_") and name not in here:
+            here[name] = value
 
 
 if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> Any:
-        if name in _DELIBERATION:
+        if not name.startswith("_"):
             _load_deliberation()
-            return globals()[name]
+            if name in globals():
+                return globals()[name]
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -607,28 +607,19 @@ async def _start(
     preexec_fn: Callable[[], None] | None,
 ) -> _Child:
     """Start ``argv`` as the leader of a new session, on the given descriptors."""
+    how: dict[str, Any] = {
+        "stdin": stdin,
+        "stdout": stdout,
+        "stderr": stderr,
+        "env": env,
+        "cwd": cwd,
+        "start_new_session": True,
+        "preexec_fn": preexec_fn,
+    }
     if not _pidfd_works():
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=preexec_fn,
-        )
+        process = await asyncio.create_subprocess_exec(*argv, **how)
         return _Child(process.pid, asyncio.ensure_future(process.wait()), process=process)
-    popen = subprocess.Popen(
-        argv,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-        preexec_fn=preexec_fn,
-    )
+    popen: subprocess.Popen[bytes] = subprocess.Popen(argv, **how)
     child = _Child(popen.pid, loop.create_future(), popen=popen)
     child.watch(loop)
     return child
