@@ -218,9 +218,13 @@ _PLAIN_KEEP = _PRINTABLE + b"\n\t"
 _JSON_KEEP = _PLAIN_KEEP + b"\r"
 
 
-def _only(text: str, allowed: bytes) -> bool:
-    """Whether ``text`` is ASCII made of ``allowed`` bytes only."""
-    return text.isascii() and not text.encode("ascii").translate(None, allowed)
+def _only(text: str, allowed: bytes) -> bytes | None:
+    """``text`` as ASCII bytes if it is made of ``allowed`` bytes only, else None: the bytes
+    made for the check are handed back so a caller can print them without encoding again."""
+    if not text.isascii():
+        return None
+    encoded = text.encode("ascii")
+    return None if encoded.translate(None, allowed) else encoded
 
 
 # Bytes handed to the stream's binary writer come out as they are; text would have its
@@ -240,17 +244,15 @@ def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
     or URL credential in ``message`` reaches the terminal (``safetext.plain``)."""
     from ..core.safetext import mask_url_credentials, plain
 
-    if message.isascii():
-        encoded = message.encode("ascii")
-        if not encoded.translate(None, _PLAIN_KEEP):
-            if b"://" not in encoded and _takes_bytes(err):
-                # Nothing to mask: the bytes already made for the check are what is printed,
-                # not encoded again by the text stream (40 MB for a long tally).
-                typer.echo(encoded, err=err, nl=nl)
-                return
-            typer.echo(mask_url_credentials(message), err=err, nl=nl)
-            return
-    typer.echo(plain(message), err=err, nl=nl)
+    encoded = _only(message, _PLAIN_KEEP)
+    if encoded is None:
+        typer.echo(plain(message), err=err, nl=nl)
+    elif b"://" not in encoded and _takes_bytes(err):
+        # Nothing to mask: the bytes already made for the check are what is printed, not
+        # encoded again by the text stream (40 MB for a long tally).
+        typer.echo(encoded, err=err, nl=nl)
+    else:
+        typer.echo(mask_url_credentials(message), err=err, nl=nl)
 
 
 def echo_json(document: str | bytes, *, nl: bool = True) -> None:
@@ -271,7 +273,9 @@ def echo_json(document: str | bytes, *, nl: bool = True) -> None:
             shown = json_text(document.decode("utf-8", "replace"))
     else:
         shown = (
-            mask_url_credentials(document) if _only(document, _JSON_KEEP) else json_text(document)
+            mask_url_credentials(document)
+            if _only(document, _JSON_KEEP) is not None
+            else json_text(document)
         )
     typer.echo(shown, nl=nl)
 
