@@ -925,9 +925,10 @@ class CouncilResult(_Strict):
     @classmethod
     def model_rebuild(cls, **kwargs: Any) -> bool | None:
         # The deliberation's models are defined on first use (contract_deliberation); the
-        # schema of a result that may hold them needs them, so they are loaded first.
+        # schema of a result that may hold them needs them, so they are loaded first, into
+        # this module's globals, where the rebuild resolves every name of this module's
+        # models (the caller's frame, whatever its depth, names none of them).
         _load_deliberation()
-        kwargs["_parent_namespace_depth"] = kwargs.get("_parent_namespace_depth", 2) + 1
         return super().model_rebuild(**kwargs)
 
     @property
