@@ -8,22 +8,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rune_council.testing import answer_for, claim
+from rune_council.testing import ScriptedRuntime, answer_for, claim
 from tests.fakes.bin import path_with
 
 __all__ = [
     "ASK",
     "ASK_FLAGS",
+    "CHAIR_TEXT",
+    "MERGE",
+    "OFFLINE",
     "PLAN",
     "QUESTION",
+    "REGISTER",
     "ROLLBACK",
     "SHARDS",
     "UNDO",
@@ -32,7 +37,12 @@ __all__ = [
     "claim",
     "ctrl_c_once_running",
     "gated_voice",
+    "member",
+    "orchestrator_merging",
+    "request",
     "run_rune",
+    "scripted",
+    "three",
     "user_env",
 ]
 
@@ -204,3 +214,141 @@ def ctrl_c_once_running(
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=90)
     return proc.returncode, out, err
+
+
+# --------------------------------------------------------------------------- deliberating councils
+# Scripted members that read the prompt they are given and answer as a model would (the JSON
+# answer to the question, VOTE lines to a ballot, a RANK line over the letters shown), and
+# what an orchestrator and a red team reply: shared by the deliberation tests and those of
+# the run file's writer.
+
+OFFLINE = claim(
+    "Taking the site offline for a weekend is a business risk",
+    severity="SHOULD",
+    ref="plan.md:4",
+    quote="Migrate in one weekend with the site offline.",
+)
+
+
+def _letters(prompt: str) -> dict[str, str]:
+    return dict(
+        re.findall(
+            r"^Answer ([A-Z]):\n(.*?)(?=\n\nAnswer [A-Z]:|\n\nRank the )", prompt, re.M | re.S
+        )
+    )
+
+
+def scripted(
+    stance: str,
+    claims: list[dict[str, Any]],
+    *,
+    likes: str = "rollback",
+    votes_yes_on: Callable[[str], bool] | None = None,
+    turns: bool = False,
+    seen: list[str] | None = None,
+    fail_on: str | None = None,
+) -> Callable[[str], str]:
+    """A member: answers the question, votes on items, ranks answers mentioning ``likes`` first.
+
+    ``turns``: after its first ranking it ranks the other way round (a member changing its mind).
+    """
+    ranked: list[str] = []
+
+    def preference(text: str) -> int:
+        text = text.lower()
+        return 0 if likes in text else 1 if "undo" in text else 2
+
+    def fn(prompt: str) -> str:
+        if seen is not None:
+            seen.append(prompt)
+        if fail_on is not None and fail_on in prompt:
+            raise RuntimeError("this member is down")
+        if "Items:" in prompt and "VOTE -> " in prompt:
+            items = re.findall(r"^(\d+)\. (.*)$", prompt.split("Items:")[1], re.M)
+            approve = votes_yes_on or (lambda text: likes in text.lower())
+            return "\n".join(f"VOTE -> {n} {'yes' if approve(text) else 'no'}" for n, text in items)
+        if "\nRANK " in prompt and "Answer " in prompt:
+            shown = _letters(prompt)
+            order = sorted(shown, key=lambda k: (preference(shown[k]), k))
+            if turns and ranked:
+                order.reverse()
+            ranked.append(prompt)
+            return f"RANK {'>'.join(order)} conf=0.8"
+        return answer(QUESTION, stance, claims)
+
+    return fn
+
+
+def member(fn: Callable[[str], str], name: str, family: str) -> ScriptedRuntime:
+    return ScriptedRuntime(fn, name=name, family=family, source="subagent")
+
+
+def three(**kw: Any) -> list[ScriptedRuntime]:
+    return [
+        member(
+            scripted("NO, not before a rollback exists", [ROLLBACK], **kw), "claude", "anthropic"
+        ),
+        member(scripted("NO", [UNDO, OFFLINE], **kw), "codex", "openai"),
+        member(scripted("YES, with care", [SHARDS], **kw), "gemini", "google"),
+    ]
+
+
+def request(run_id: str, n: int = 3, **deliberation: Any) -> dict[str, Any]:
+    return {
+        "id": run_id,
+        "question": QUESTION,
+        "n": n,
+        "artifact": {"name": "plan.md", "text": PLAN},
+        "deliberation": deliberation,
+    }
+
+
+def orchestrator_merging(text: str) -> Callable[[str], str]:
+    def fn(prompt: str) -> str:
+        if "You are the orchestrator" in prompt:
+            return text
+        return "The council found the plan unsafe without a rollback step.\nSYNTH open=[]"
+
+    return fn
+
+
+MERGE = """PROPOSE p1 "The plan needs a rollback step before it runs" ev=v1.c1,v2.c1
+PROPOSE p2 "Shard now" ev=v3.stance
+PROPOSE p3 "Do not shard yet" ev=v1.stance,v2.stance
+PROPOSE p4 "A weekend offline is a business risk" ev=v2.c2
+PROPOSE p5 "Eight shards leave headroom" ev=v3.c1
+"""
+
+
+CHAIR_TEXT = """The council ranks the rollback concern first: do not shard before a rollback exists.
+
+[UNCERTAIN] Whether eight shards leave enough headroom is unclear: one member thought so,
+the others did not address it.
+
+SYNTH open=[]
+"""
+
+
+REGISTER = json.dumps(
+    {
+        "risks": [
+            {
+                "category": "reliability",
+                "description": "No rollback if the migration fails half way",
+                "severity": "critical",
+                "likelihood": "medium",
+                "identified_by": ["p1", "p2"],
+                "mitigation": "Write and rehearse a rollback step",
+            },
+            {
+                "category": "cost",
+                "description": "A weekend offline loses sales",
+                "severity": "high",
+                "likelihood": "high",
+                "identified_by": ["p2"],
+                "mitigation": "Migrate per customer range",
+            },
+        ],
+        "summary": "1 critical, 1 high: no way back from a failed migration",
+    }
+)

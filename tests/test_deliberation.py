@@ -9,9 +9,7 @@ letters they were shown. Some run in-process (FunctionRuntime), some as real sub
 from __future__ import annotations
 
 import json
-import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,101 +22,28 @@ from rune_council.council import convene_chain
 from rune_council.runtimes.cli import CliRuntime
 from rune_council.runtimes.clis import BUILTIN
 from rune_council.runtimes.subagent import CommandRuntime
-from rune_council.testing import ScriptedRuntime
 from tests.fakes.bin import install_fake, path_with
 from tests.helpers import (
-    PLAN,
+    CHAIR_TEXT,
+    MERGE,
+    OFFLINE,
     QUESTION,
+    REGISTER,
     ROLLBACK,
     SHARDS,
     UNDO,
     answer,
-    claim,
     council_result_schema,
+    member,
+    orchestrator_merging,
+    request,
+    scripted,
+    three,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = council_result_schema()
 Q = QUESTION
-OFFLINE = claim(
-    "Taking the site offline for a weekend is a business risk",
-    severity="SHOULD",
-    ref="plan.md:4",
-    quote="Migrate in one weekend with the site offline.",
-)
-
-
-def _letters(prompt: str) -> dict[str, str]:
-    return dict(
-        re.findall(
-            r"^Answer ([A-Z]):\n(.*?)(?=\n\nAnswer [A-Z]:|\n\nRank the )", prompt, re.M | re.S
-        )
-    )
-
-
-def scripted(
-    stance: str,
-    claims: list[dict[str, Any]],
-    *,
-    likes: str = "rollback",
-    votes_yes_on: Callable[[str], bool] | None = None,
-    turns: bool = False,
-    seen: list[str] | None = None,
-    fail_on: str | None = None,
-) -> Callable[[str], str]:
-    """A member: answers the question, votes on items, ranks answers mentioning ``likes`` first.
-
-    ``turns``: after its first ranking it ranks the other way round (a member changing its mind).
-    """
-    ranked: list[str] = []
-
-    def preference(text: str) -> int:
-        text = text.lower()
-        return 0 if likes in text else 1 if "undo" in text else 2
-
-    def fn(prompt: str) -> str:
-        if seen is not None:
-            seen.append(prompt)
-        if fail_on is not None and fail_on in prompt:
-            raise RuntimeError("this member is down")
-        if "Items:" in prompt and "VOTE -> " in prompt:
-            items = re.findall(r"^(\d+)\. (.*)$", prompt.split("Items:")[1], re.M)
-            approve = votes_yes_on or (lambda text: likes in text.lower())
-            return "\n".join(f"VOTE -> {n} {'yes' if approve(text) else 'no'}" for n, text in items)
-        if "\nRANK " in prompt and "Answer " in prompt:
-            shown = _letters(prompt)
-            order = sorted(shown, key=lambda k: (preference(shown[k]), k))
-            if turns and ranked:
-                order.reverse()
-            ranked.append(prompt)
-            return f"RANK {'>'.join(order)} conf=0.8"
-        return answer(Q, stance, claims)
-
-    return fn
-
-
-def member(fn: Callable[[str], str], name: str, family: str) -> ScriptedRuntime:
-    return ScriptedRuntime(fn, name=name, family=family, source="subagent")
-
-
-def three(**kw: Any) -> list[ScriptedRuntime]:
-    return [
-        member(
-            scripted("NO, not before a rollback exists", [ROLLBACK], **kw), "claude", "anthropic"
-        ),
-        member(scripted("NO", [UNDO, OFFLINE], **kw), "codex", "openai"),
-        member(scripted("YES, with care", [SHARDS], **kw), "gemini", "google"),
-    ]
-
-
-def request(run_id: str, n: int = 3, **deliberation: Any) -> dict[str, Any]:
-    return {
-        "id": run_id,
-        "question": Q,
-        "n": n,
-        "artifact": {"name": "plan.md", "text": PLAN},
-        "deliberation": deliberation,
-    }
 
 
 def on_disk(tmp_path: Path, run_id: str) -> dict[str, Any]:
@@ -135,23 +60,6 @@ def on_disk(tmp_path: Path, run_id: str) -> dict[str, Any]:
     outcome = verify(load(path))
     assert outcome.reproduced, outcome.differences
     return data
-
-
-def orchestrator_merging(text: str) -> Callable[[str], str]:
-    def fn(prompt: str) -> str:
-        if "You are the orchestrator" in prompt:
-            return text
-        return "The council found the plan unsafe without a rollback step.\nSYNTH open=[]"
-
-    return fn
-
-
-MERGE = """PROPOSE p1 "The plan needs a rollback step before it runs" ev=v1.c1,v2.c1
-PROPOSE p2 "Shard now" ev=v3.stance
-PROPOSE p3 "Do not shard yet" ev=v1.stance,v2.stance
-PROPOSE p4 "A weekend offline is a business risk" ev=v2.c2
-PROPOSE p5 "Eight shards leave headroom" ev=v3.c1
-"""
 
 
 # --------------------------------------------------------------------------- consolidate + vote
@@ -272,15 +180,6 @@ def test_fake_clis_that_cannot_vote_leave_every_item_unvoted(tmp_path: Path) -> 
 
 
 # --------------------------------------------------------------------------- rank + synth
-
-
-CHAIR_TEXT = """The council ranks the rollback concern first: do not shard before a rollback exists.
-
-[UNCERTAIN] Whether eight shards leave enough headroom is unclear: one member thought so,
-the others did not address it.
-
-SYNTH open=[]
-"""
 
 
 def test_rank_council_blind_ballots_tally_and_chairman(tmp_path: Path) -> None:
@@ -486,31 +385,6 @@ def test_a_member_added_in_round_one_keeps_its_seat(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- red team
-
-
-REGISTER = json.dumps(
-    {
-        "risks": [
-            {
-                "category": "reliability",
-                "description": "No rollback if the migration fails half way",
-                "severity": "critical",
-                "likelihood": "medium",
-                "identified_by": ["p1", "p2"],
-                "mitigation": "Write and rehearse a rollback step",
-            },
-            {
-                "category": "cost",
-                "description": "A weekend offline loses sales",
-                "severity": "high",
-                "likelihood": "high",
-                "identified_by": ["p2"],
-                "mitigation": "Migrate per customer range",
-            },
-        ],
-        "summary": "1 critical, 1 high: no way back from a failed migration",
-    }
-)
 
 
 def test_red_team_attacks_and_produces_a_risk_register(tmp_path: Path) -> None:

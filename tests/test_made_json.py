@@ -26,17 +26,18 @@ from rune_council import CouncilOptions, FunctionRuntime, convene
 from rune_council.core import contract, contract_deliberation
 from rune_council.core.contract import CouncilResult, PerspectiveRequest, TokenUsage
 from rune_council.core.made import made, made_json
-from tests.helpers import ROLLBACK, answer
-from tests.test_deliberation import (
+from tests.helpers import (
     CHAIR_TEXT,
     MERGE,
     REGISTER,
-    Q,
+    ROLLBACK,
+    answer,
     member,
     orchestrator_merging,
     request,
     three,
 )
+from tests.helpers import QUESTION as Q
 
 
 def same_as_pydantic(model: BaseModel) -> None:
