@@ -3,18 +3,20 @@
     python bench/rank_rounds.py               # 9 repeats, about half a minute
     python bench/rank_rounds.py --repeat 25   # a steadier median
     python bench/rank_rounds.py --quick       # 3 repeats, a smoke run
+    python bench/rank_rounds.py --baseline REV   # REV's council beside this one's
 
 Five fake CLI voices (tests/fakes, real subprocesses under the names claude, codex and
 gemini) each sleep a known time, then answer with a JSON answer and a RANK line; the council
 is ``deliberation.method = rank`` over 3 rounds (``convergence_threshold`` 1.0, so no round
-closes it early), in-process through ``convene()``. Each round asks every member twice: its
-answer, then its ballot over the others' answers.
+closes it early), through ``convene()`` in a process of its own that runs one council after
+another, warmed by a first one. Each round asks every member twice: its answer, then its
+ballot over the others' answers.
 
-The floor is the voices' own time, measured in the same run, interleaved (council first in
-odd repeats, floor first in even ones, so a drift in the machine's load falls on both): for
-each stage the council ran, the same five fake processes started together with a prompt on
-stdin and waited for. The overhead is the council's wall time less that floor, taken pair by
-pair (target: 100 ms); the median and the spread of those pairs are printed.
+The floor is the voices' own time, measured in the same run, interleaved (what goes first
+turns from repeat to repeat, so a drift in the machine's load falls on every side): for each
+stage the council ran, the same five fake processes started together with a prompt on stdin
+and waited for. The overhead is the council's wall time less that floor, taken pair by pair
+(target: 100 ms); the median and the spread of those pairs are printed.
 
 Where it goes, per stage: each voice's call (``CliRuntime.ask``) is stamped, so a council
 stage runs from the end of the stage before (the start of the council for the first) to the
@@ -22,12 +24,17 @@ end of its last voice, and its overhead is that span less the same repeat's floo
 council's start (to the first voice) and its end (from the last voice to the result) are
 overhead whole. The time spent writing the run file (``RunRecorder.write``, on the council's
 own thread) and the tallies' are printed beside them.
+
+With ``--baseline REV`` the package as it was at REV (``git archive``) runs the same councils
+in a process of its own, in turn with this checkout's and the floor, and every figure is
+printed for both: a change's before and after, measured in one sitting.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import statistics
 import subprocess
@@ -38,14 +45,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the fakes live in the test tree
-
-from rune_council import CouncilOptions, convene  # noqa: E402
-from rune_council.deliberation import tally as tally_module  # noqa: E402
-from rune_council.recorder import RunRecorder  # noqa: E402
-from rune_council.runtimes.cli import CliRuntime  # noqa: E402
-from tests.fakes.bin import install_fake, path_with  # noqa: E402
-from tests.helpers import answer, claim  # noqa: E402
 
 VOICES = 5
 ROUNDS = 3
@@ -63,10 +62,12 @@ class Meter:
         self.owner, self.name = owner, name
         self.seconds = 0.0
         self.spans: list[tuple[float, float]] | None = [] if spans else None
-        self.original = getattr(owner, name)
+        self.original = getattr(owner, name, None)
 
     def __enter__(self) -> Meter:
         original, meter = self.original, self
+        if original is None:  # a revision without it: nothing to meter
+            return self
         if self.spans is not None:
 
             async def timed_async(*args: Any, **kwargs: Any) -> Any:
@@ -93,7 +94,8 @@ class Meter:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        setattr(self.owner, self.name, self.original)
+        if self.original is not None:
+            setattr(self.owner, self.name, self.original)
 
 
 class Sample:
@@ -130,6 +132,12 @@ class _GcMeter:
 
 
 def council(root: Path, env: dict[str, str], run: int) -> Sample:
+    """One council in this process (a worker's), stamped."""
+    from rune_council import CouncilOptions, convene
+    from rune_council.deliberation import tally as tally_module
+    from rune_council.recorder import RunRecorder
+    from rune_council.runtimes.cli import CliRuntime
+
     request = {
         "id": f"bench-rank-{run}",
         "question": QUESTION,
@@ -151,7 +159,7 @@ def council(root: Path, env: dict[str, str], run: int) -> Sample:
         Meter(CliRuntime, "ask", spans=True) as asks,
     ):
         started = time.perf_counter()
-        result = convene(request, CouncilOptions(rune_dir=root / "rune", env=env))
+        result = convene(request, CouncilOptions(rune_dir=root, env=env))
         ended = time.perf_counter()
     d = result.deliberation
     rounds = len(d.rounds) if d else 0
@@ -171,6 +179,45 @@ def council(root: Path, env: dict[str, str], run: int) -> Sample:
     return Sample(
         ended - started, writes.seconds + pending.seconds, tallies.seconds, parts, collected.seconds
     )
+
+
+def worker(rune_dir: Path, env: dict[str, str]) -> None:
+    """Run a council for each line on stdin and print each one's figures as a JSON line."""
+    for line in sys.stdin:
+        s = council(rune_dir, env, int(line))
+        print(json.dumps([s.wall, s.writes, s.tallies, s.parts, s.gc]), flush=True)
+
+
+class Worker:
+    """A process of its own running councils of one checkout (``package``: where its
+    ``rune_council`` is), one per ``run`` call."""
+
+    def __init__(self, package: Path, rune_dir: Path, env: dict[str, str]) -> None:
+        # The package first, then this checkout for the fakes and helpers under tests/.
+        paths = [str(package), str(ROOT)]
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--worker", str(rune_dir), json.dumps(env)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+            text=True,
+        )
+        self.run(0)  # warm: detection cache, imports
+
+    def run(self, n: int) -> Sample:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("a council process stopped")
+        wall, writes, tallies, parts, gc_s = json.loads(line)
+        return Sample(wall, writes, tallies, parts, gc_s)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
 def floor(bin_dir: Path, env: dict[str, str]) -> list[float]:
@@ -221,11 +268,57 @@ def spread(samples: list[float]) -> str:
     )
 
 
+def checkout(rev: str, into: Path) -> Path:
+    """The package as it was at ``rev``, extracted with ``git archive`` under ``into``."""
+    archive = subprocess.run(
+        ["git", "archive", rev, "rune_council"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    into.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def report(
+    name: str, samples: list[Sample], floors: list[list[float]], indent: str = "   "
+) -> None:
+    walls = [s.wall for s in samples]
+    overheads = [s.wall - sum(f) for s, f in zip(samples, floors, strict=True)]
+    print(f"{indent}{name}")
+    print(f"{indent}   council wall                {spread(walls)}")
+    print(f"{indent}   overhead (wall - floor)     {spread(overheads)}  target 100 ms")
+    print(f"{indent}     of which run-file writes  {spread([s.writes for s in samples])}")
+    print(f"{indent}     of which the tallies      {spread([s.tallies for s in samples])}")
+    print(f"{indent}     garbage collection        {spread([s.gc for s in samples])}")
+    print(f"{indent}   overhead by stage (council span - floor stage, same repeat), median ms:")
+    kinds = ["answers", "ballots"]
+    rows = [("start -> first voice", [s.parts[0] for s in samples])]
+    for k in range(STAGES):
+        label = f"round {k // 2 + 1} {kinds[k % 2]}"
+        rows.append((label, [s.parts[k + 1] - f[k] for s, f in zip(samples, floors, strict=True)]))
+    rows.append(("last voice -> result", [s.parts[-1] for s in samples]))
+    for label, values in rows:
+        ms = sorted(v * 1000 for v in values)
+        print(
+            f"{indent}     {label:<22} {statistics.median(ms):6.1f}  ({ms[0]:.1f} to {ms[-1]:.1f})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--quick", action="store_true", help="3 repeats")
+    parser.add_argument(
+        "--baseline", metavar="REV", help="also run this revision's councils, interleaved"
+    )
+    parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        worker(Path(args.worker[0]), json.loads(args.worker[1]))
+        return
+    sys.path.insert(0, str(ROOT))  # the fakes live in the test tree
+    from tests.fakes.bin import install_fake, path_with
+    from tests.helpers import answer, claim
+
     repeat = 3 if args.quick else max(1, args.repeat)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
@@ -242,46 +335,37 @@ def main() -> None:
             "HOME": str(root),
             "RUNE_COUNCIL_ALLOW_EXTERNAL": "1",
         }
-        council(root, env, 0)  # warm: detection cache, imports
-        floor(bin_dir, env)
-        samples: list[Sample] = []
+        sides = {"this checkout": Worker(ROOT, root / "rune", env)}
+        if args.baseline is not None:
+            package = checkout(args.baseline, root / "baseline")
+            sides[args.baseline] = Worker(package, root / "rune-baseline", env)
+        floor(bin_dir, env)  # warm
+        samples: dict[str, list[Sample]] = {name: [] for name in sides}
         floors: list[list[float]] = []
+        order = [*sides, "floor"]
         for run in range(1, repeat + 1):
-            if run % 2:
-                samples.append(council(root, env, run))
-                floors.append(floor(bin_dir, env))
-            else:
-                floors.append(floor(bin_dir, env))
-                samples.append(council(root, env, run))
-    walls = [s.wall for s in samples]
-    bases = [sum(f) for f in floors]
-    overheads = [w - b for w, b in zip(walls, bases, strict=True)]
+            # Each side goes first, second and last in turn.
+            shift = run % len(order)
+            for what in order[shift:] + order[:shift]:
+                if what == "floor":
+                    floors.append(floor(bin_dir, env))
+                else:
+                    samples[what].append(sides[what].run(run))
+        for side in sides.values():
+            side.close()
     print(
         f"rank council, {VOICES} fake CLI voices sleeping {SLEEP_S:g} s, {ROUNDS} rounds "
-        f"({STAGES} stages), in-process convene(), {repeat} repeat(s); "
+        f"({STAGES} stages), convene() in a process of its own, {repeat} repeat(s); "
         f"1-min load {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
     )
-    print(f"   council wall                {spread(walls)}")
-    print(f"   voices' own time (floor)    {spread(bases)}")
-    print(f"   overhead (wall - floor)     {spread(overheads)}  target 100 ms")
-    print(f"     of which run-file writes  {spread([s.writes for s in samples])}")
-    print(f"     of which the tallies      {spread([s.tallies for s in samples])}")
-    print(f"     garbage collection        {spread([s.gc for s in samples])}")
-    print("   overhead by stage (council span - floor stage, same repeat), median ms:")
-    kinds = ["answers", "ballots"]
-    rows = [("start -> first voice", [s.parts[0] for s in samples])]
-    for k in range(STAGES):
-        label = f"round {k // 2 + 1} {kinds[k % 2]}"
-        rows.append((label, [s.parts[k + 1] - f[k] for s, f in zip(samples, floors, strict=True)]))
-    rows.append(("last voice -> result", [s.parts[-1] for s in samples]))
-    for label, values in rows:
-        ms = sorted(v * 1000 for v in values)
-        print(f"     {label:<22} {statistics.median(ms):6.1f}  ({ms[0]:.1f} to {ms[-1]:.1f})")
+    print(f"   voices' own time (floor)    {spread([sum(f) for f in floors])}")
     stage_floor = sorted(x * 1000 for f in floors for x in f)
     print(
         f"   one floor stage             median {statistics.median(stage_floor):6.0f} ms "
         f"(range {stage_floor[0]:.0f} to {stage_floor[-1]:.0f})"
     )
+    for name, got in samples.items():
+        report(name, got, floors)
 
 
 if __name__ == "__main__":
