@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 VERBS = (
     "PROPOSE",
@@ -71,59 +71,6 @@ class Move:
     open: tuple[str, ...] | None = None
     ballot: tuple[tuple[str, ...], ...] = ()
     choice: str | None = None  # VOTE yes | no
-
-
-_RankMove = Callable[
-    [int, str, str | None, str | None, tuple[str, ...], float | None, tuple[tuple[str, ...], ...]],
-    "Move",
-]
-
-
-def _rank_move_maker() -> _RankMove:
-    """A maker of the ``Move`` a plain RANK line is: its slots set straight through their
-    descriptors. The frozen class's ``__init__`` calls ``object.__setattr__`` once per field,
-    two thirds of a microsecond more per move, which a 100,000-line tally pays 100,000 times.
-    Every field is set, so the move equals the one ``Move(...)`` makes."""
-    setters = [getattr(Move, f.name).__set__ for f in fields(Move)]
-    line_, text_, verb_, speaker_, phase_, modality_, target_, args_ = setters[:8]
-    ev_, conf_, note_, open_, ballot_, choice_ = setters[8:]
-    new = object.__new__
-
-    def make(
-        line: int,
-        text: str,
-        speaker: str | None,
-        phase: str | None,
-        args: tuple[str, ...],
-        conf: float | None,
-        ballot: tuple[tuple[str, ...], ...],
-    ) -> Move:
-        move = new(Move)
-        line_(move, line)
-        text_(move, text)
-        verb_(move, "RANK")
-        speaker_(move, speaker)
-        phase_(move, phase)
-        modality_(move, None)
-        target_(move, None)
-        args_(move, args)
-        ev_(move, ())
-        conf_(move, conf)
-        note_(move, None)
-        open_(move, None)
-        ballot_(move, ballot)
-        choice_(move, None)
-        return move
-
-    if [f.name for f in fields(Move)] != [
-        *("line", "text", "verb", "speaker", "phase", "modality", "target", "args"),
-        *("ev", "conf", "note", "open", "ballot", "choice"),
-    ]:
-        raise TypeError("Move's fields changed: _rank_move_maker sets them in order")
-    return make
-
-
-_rank_move = _rank_move_maker()
 
 
 @dataclass(frozen=True)
@@ -528,7 +475,16 @@ def _plain_rank(
             return None
     elif len(set(parts)) != len(parts):
         return None
-    return _rank_move(line_no, text, speaker, phase, (raw,), conf, ballot)
+    return Move(
+        line=line_no,
+        text=text,
+        verb="RANK",
+        speaker=speaker,
+        phase=phase,
+        args=(raw,),
+        conf=conf,
+        ballot=ballot,
+    )
 
 
 def _is_fence(stripped: str) -> bool:
