@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,3 +142,59 @@ def test_a_voice_that_exits_at_once_is_done_at_once() -> None:
     for result in asyncio.run(main()):
         assert result.outcome == "ok" and result.stdout == b"hi\n", result.detail
         assert result.elapsed_s < 10, result.elapsed_s
+
+
+def test_a_loop_that_cannot_watch_a_pidfd_has_asyncio_start_and_wait_for_the_voice() -> None:
+    class NoReaders(asyncio.SelectorEventLoop):
+        def add_reader(self, fd: Any, callback: Any, *args: Any) -> None:
+            raise NotImplementedError
+
+    started: list[int] = []
+    loop = NoReaders()
+    try:
+        result = loop.run_until_complete(
+            run_process(
+                FAKE_ARGV,
+                stdin=b"p",
+                env=_env(FAKE_MODE="answer", FAKE_ANSWER="from asyncio", FAKE_EXIT_CODE=4),
+                timeout_s=20,
+                on_start=started.append,
+            )
+        )
+    finally:
+        loop.close()
+    assert result.outcome == "exit_nonzero" and result.exit_code == 4, result.detail
+    assert b"from asyncio" in result.stdout
+    with pytest.raises(ChildProcessError):
+        os.waitpid(started[0], os.WNOHANG)  # reaped: no zombie left behind
+
+
+def test_a_voice_whose_exit_cannot_be_watched_is_killed_and_reported_not_started(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    if not process._pidfd_works():
+        pytest.skip("no pidfds on this kernel")
+    real = os.pidfd_open
+    me = os.getpid()
+    spawned: list[int] = []
+    marker = tmp_path / "ran-on"
+
+    def no_descriptor_for_children(pid: int, flags: int = 0) -> int:
+        if pid != me:
+            spawned.append(pid)
+            raise OSError(24, "Too many open files")
+        return real(pid, flags)
+
+    monkeypatch.setattr(os, "pidfd_open", no_descriptor_for_children)
+    # Were it not killed, the voice would write the file after a moment.
+    script = f"import time, pathlib; time.sleep(0.5); pathlib.Path({str(marker)!r}).write_text('x')"
+    result = asyncio.run(
+        run_process([sys.executable, "-S", "-c", script], stdin=b"", env=_env(), timeout_s=20)
+    )
+    assert result.outcome == "spawn_error", result.detail
+    assert "Too many open files" in result.detail
+    assert spawned, "the voice was started and its pidfd asked for"
+    with pytest.raises(ChildProcessError):
+        os.waitpid(spawned[0], os.WNOHANG)  # killed and reaped, not left behind
+    time.sleep(0.8)
+    assert not marker.exists()

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
@@ -496,7 +497,9 @@ class _Child:
     Where the kernel hands out pidfds, the exit is seen by the event loop itself (the pidfd
     turns readable); asyncio's own child watcher on Python 3.11 starts a thread per child
     instead, and a council starting five voices at once on a busy machine paid for each in
-    thread start-ups and hand-offs of the interpreter lock. Elsewhere asyncio waits, as before.
+    thread start-ups and hand-offs of the interpreter lock. Where there is no pidfd to be
+    had (an older kernel, a loop that cannot watch a descriptor), asyncio starts the child and
+    waits for it: those are the only two ways a voice's exit is waited for.
     """
 
     def __init__(
@@ -522,18 +525,20 @@ class _Child:
         return self._process.returncode
 
     def watch(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Resolve ``exited`` once the child ends, reaping it from the loop (pidfd only)."""
+        """Resolve ``exited`` once the child ends, reaping it from the loop (pidfd only).
+
+        The kernel and the loop were found able to (``_pidfd_usable``), so what is left to
+        fail is the descriptor itself (none to spare): the child is then killed and reaped
+        and the start fails, as asyncio's own pidfd watcher does."""
+        assert self._popen is not None
         try:
             fd = os.pidfd_open(self.pid)
         except OSError:
-            self._wait_in_thread(loop)
-            return
-        try:
-            loop.add_reader(fd, self._reap)
-        except NotImplementedError:  # a loop that cannot watch a descriptor
-            os.close(fd)
-            self._wait_in_thread(loop)
-            return
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGKILL)
+            self._popen.wait()  # killed before it could do anything: gone at once
+            raise
+        loop.add_reader(fd, self._reap)
         self._pidfd, self._loop = fd, loop
 
     def _reap(self) -> None:
@@ -558,21 +563,6 @@ class _Child:
             os.close(self._pidfd)
             self._pidfd = -1
 
-    def _wait_in_thread(self, loop: asyncio.AbstractEventLoop) -> None:
-        popen, future = self._popen, self.exited
-        assert popen is not None
-
-        def settle(code: int) -> None:
-            if not future.done():
-                future.set_result(code)
-
-        def wait() -> None:
-            code = popen.wait()
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                loop.call_soon_threadsafe(settle, code)
-
-        threading.Thread(target=wait, name="rune-voice-wait", daemon=True).start()
-
     def release(self) -> None:
         """The run is over: a child not reaped yet (it outlived even SIGKILL's confirmation)
         is waited for on a thread of its own, so it never stays a zombie of the loop's."""
@@ -593,6 +583,37 @@ def _pidfd_works() -> bool:
     except OSError:
         return False  # a kernel without pidfds (before Linux 5.3)
     return True
+
+
+# Loops found able to watch a descriptor (a pidfd), by identity; weakly, so a closed loop
+# does not stay alive for it.
+_watching_loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, bool] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _pidfd_usable(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether a child started now can be waited for through a pidfd on ``loop``: the kernel
+    hands them out and the loop can watch one. Otherwise asyncio starts and waits for it."""
+    if not _pidfd_works():
+        return False
+    able = _watching_loops.get(loop)
+    if able is None:
+        try:
+            probe = os.pidfd_open(os.getpid())
+        except OSError:
+            return False  # no descriptor to spare now: asyncio's way, this once
+        try:
+            loop.add_reader(probe, lambda: None)
+        except NotImplementedError:  # a loop that cannot watch a descriptor
+            able = False
+        else:
+            loop.remove_reader(probe)
+            able = True
+        finally:
+            os.close(probe)
+        _watching_loops[loop] = able
+    return able
 
 
 async def _start(
@@ -616,7 +637,7 @@ async def _start(
         "start_new_session": True,
         "preexec_fn": preexec_fn,
     }
-    if not _pidfd_works():
+    if not _pidfd_usable(loop):
         process = await asyncio.create_subprocess_exec(*argv, **how)
         return _Child(process.pid, asyncio.ensure_future(process.wait()), process=process)
     popen: subprocess.Popen[bytes] = subprocess.Popen(argv, **how)
