@@ -12,11 +12,11 @@ a non-interactive run dispatches nothing external: the council runs on subagents
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from .config import CouncilConfig, trust_store
 from .core import safejson
 from .core.paths import RuneDir
+from .core.records import record
 from .files import atomic_write_json
 from .safefile import read_capped_text
 
@@ -29,7 +29,7 @@ HOW_TO_GRANT = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Consent:
     allowed: bool
     source: str  # who decided, for the run file and the progress output

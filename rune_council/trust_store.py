@@ -12,10 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .core.records import record
 from .files import atomic_write_json
 
 STORE_NAME = "trusted.json"
@@ -35,7 +35,7 @@ def file_key(path: Path) -> str:
     return str(Path(path).expanduser().resolve())
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TrustRecord:
     path: str
     sha256: str

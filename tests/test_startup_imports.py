@@ -77,6 +77,7 @@ LIST_MODULES = {
     "rune_council.core",
     "rune_council.core.errors",
     "rune_council.core.paths",
+    "rune_council.core.records",
     "rune_council.core.safejson",
     "rune_council.core.safetext",
     "rune_council.core.shapes",

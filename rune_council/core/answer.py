@@ -25,13 +25,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from . import safejson
 from .contract import AnswerClaim, Evidence, Repair, Severity, VoiceAnswer
+from .records import record
 
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
 _MAX_SCAN = 400_000
@@ -74,7 +75,7 @@ SEVERITY_WORDS: dict[str, Severity] = {
 Problem = Literal["malformed", "truncated", "ambiguous"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Extraction:
     answer: VoiceAnswer | None
     reason: str
@@ -96,7 +97,7 @@ def read_severity(word: str) -> Severity | None:
 _TOLERANT_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|"|//[^\n]*|/\*.*?\*/|/\*|[\[\]{},]', re.DOTALL)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Span:
     """The JSON-ish value starting at a '{', as the tolerant scan saw it."""
 
@@ -153,14 +154,14 @@ def _tolerant_span(text: str, start: int, budget: int) -> _Span:
 # --------------------------------------------------------------------------- candidates
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Found:
     value: object
     at: int
     repairs: tuple[Repair, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Broken:
     """An object that names answer fields but is not JSON even when read tolerantly."""
 
@@ -169,7 +170,7 @@ class _Broken:
     why: str
 
 
-@dataclass
+@record
 class _Scan:
     found: list[_Found] = field(default_factory=list)
     broken: list[_Broken] = field(default_factory=list)
@@ -311,7 +312,7 @@ def _claim(item: object, at: str, repairs: list[Repair]) -> object:
     return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Reading:
     answer: VoiceAnswer | None
     repairs: tuple[Repair, ...]

@@ -28,10 +28,10 @@ makes the name a local tag, which proves nothing.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
 
 from .contract import FamilyConfidence
+from .records import record
 
 NamedBy = Literal["endpoint", "client"]
 
@@ -152,7 +152,7 @@ DERIVATIVES: tuple[tuple[re.Pattern[str], str, str], ...] = (
 KNOWN_FAMILIES = frozenset(PUBLISHERS.values()) | frozenset(NAMES)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FamilyReading:
     family: str
     confidence: FamilyConfidence

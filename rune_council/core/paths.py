@@ -5,16 +5,16 @@ symlink when it could have come with the files of a project."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import RunFileError, RunIdError
+from .records import record
 
 ENV_RUNE_DIR = "RUNE_COUNCIL_DIR"
 HOW_TO_NAME = "name the directory to use with --rune-dir or RUNE_COUNCIL_DIR"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RuneDir:
     root: Path
 

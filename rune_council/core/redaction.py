@@ -39,11 +39,12 @@ import typing
 import unicodedata
 from base64 import b64encode
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
 from pydantic import BaseModel
+
+from .records import record
 
 __all__ = [
     "FRAGMENT",
@@ -261,7 +262,7 @@ def _joined(view: _View, joiners: re.Pattern[str]) -> _View:
 # --------------------------------------------------------------------------- needles
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Needle:
     value: str
     hex: str  # lower case; looked for in a lower-cased view of the text

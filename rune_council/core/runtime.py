@@ -9,16 +9,16 @@ nothing but the contract.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .contract import Attempt, AttemptOutcome, FamilyConfidence, VoiceSource
+from .records import record
 
 ReplyCheck = Callable[[str], str | None]
 """Judges a reply's text: None when it is acceptable, else the reason it is not."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Answerer:
     """Who finally answered, when a runtime may hand a slot to another model (failover)."""
 
@@ -28,7 +28,7 @@ class Answerer:
     family_confidence: FamilyConfidence
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(frozen=True, kw_only=True)
 class RuntimeReply:
     outcome: AttemptOutcome
     text: str | None = None

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from .records import record
 
 __all__ = [
     "URL_USERINFO",
@@ -128,7 +130,7 @@ def _token() -> str:
     return os.urandom(8).hex()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fence:
     """Delimiters for other members' text inside a prompt, unforgeable by that text.
 

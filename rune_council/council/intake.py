@@ -22,7 +22,7 @@ import os
 import stat
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -54,6 +54,7 @@ from ..core.contract import (
 )
 from ..core.errors import CouncilError, NotImplementedModeError, RequestError, RuntimeConfigError
 from ..core.paths import RuneDir
+from ..core.records import record
 from ..stages.capacity import capped_voices
 from .lifecycle import run_blocking
 from .options import CouncilOptions
@@ -325,7 +326,7 @@ KEYS: tuple[str, ...] = tuple(Ask.model_fields)
 # --------------------------------------------------------------------------- problems
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Problem:
     """One thing wrong with an ask, at the key (dotted, e.g. ``multi_round.max_rounds``)."""
 
@@ -438,7 +439,7 @@ def parse_ask(data: Any, spell: Callable[[str], str] = str) -> Ask:
 # --------------------------------------------------------------------------- the door
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Door:
     """Who is asking, and what the one running the door decided.
 
@@ -508,7 +509,7 @@ def confine_artifact(given: str, root: Path) -> Path:
 # --------------------------------------------------------------------------- prepare
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Prepared:
     """What a door runs: the request, the options, the chain if any, and what to tell the
     caller before the run (``notes``). ``consent_undecided``: nothing has said yes or no to

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.contract import CouncilResult, RunEvent
+from ..core.records import record
 
 if TYPE_CHECKING:
     from ..config import CouncilConfig
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 OnEvent = Callable[[CouncilResult, RunEvent], None]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CouncilOptions:
     """How to convene a council; the defaults detect everything and ask nobody.
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from pydantic import ValidationError
 from ..core.contract import PerspectiveRequest
 from ..core.errors import NotImplementedModeError, RequestError, file_error
 from ..core.paths import RuneDir
+from ..core.records import record
 from ..safefile import read_capped
 
 ARTIFACT_READ_CAP = 2_000_000
@@ -56,7 +56,7 @@ def refuse_unserved(request: PerspectiveRequest) -> None:
         )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Artifact:
     """The artifact as the voices will see it (both None when the request has none)."""
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from ..core.contract import DetectedRuntime, RuntimeReport
 from ..core.errors import RequestError
 from ..core.made import made
 from ..core.paths import RuneDir
+from ..core.records import record
 from ..core.runtime import Runtime
 from .lifecycle import now
 from .options import CouncilOptions
@@ -134,7 +135,7 @@ def supplied(runtimes: Sequence[Runtime]) -> list[DetectedRuntime]:
     ]
 
 
-@dataclass
+@record
 class Seating:
     """Everything that may take a seat, and what the run file says about how it was found."""
 

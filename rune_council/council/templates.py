@@ -14,12 +14,12 @@ import difflib
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.contract import PerspectiveRequest, TemplateUse
 from ..core.errors import RequestError
 from ..core.paths import RuneDir
+from ..core.records import record
 from .request import parse_request
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 Source = Literal["builtin", "user", "project"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Template:
     name: str
     spec: TemplateSpec
@@ -81,7 +81,7 @@ class Template:
         return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Chain:
     name: str
     spec: ChainSpec

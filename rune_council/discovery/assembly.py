@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections import ChainMap
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, cast
 
 from ..config import CouncilConfig, load_config
 from ..consent import HOW_TO_GRANT, Consent, decide
 from ..core.contract import DetectedRuntime, RuntimesFile
 from ..core.paths import RuneDir
+from ..core.records import record
 from ..core.runtime import Runtime
 from ..runtimes.bridge import RUNTIME_PREFIX
 from ..runtimes.clis import BUILTIN
@@ -82,7 +83,7 @@ def logged_out_note(entry: DetectedRuntime) -> str:
     return f"{entry.runtime} not seated: logged out ({entry.auth_detail}){fix}"
 
 
-@dataclass
+@record
 class CliAssembly:
     detected: list[DetectedRuntime]
     checked_at: str | None

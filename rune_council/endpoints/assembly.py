@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from urllib.parse import urlsplit
 
 from ..consent import HOW_TO_GRANT
@@ -17,6 +17,7 @@ from ..core.errors import RuntimeConfigError
 from ..core.families import classify_model
 from ..core.made import made
 from ..core.paths import RuneDir
+from ..core.records import record
 from ..runtimes.http import (
     CandidatePool,
     EndpointClient,
@@ -41,7 +42,7 @@ _SOURCE_WORDS = {
 }
 
 
-@dataclass
+@record
 class _Prepared:
     spec: EndpointSpec
     client: EndpointClient
@@ -49,7 +50,7 @@ class _Prepared:
     ranked: list[ModelChoice]
 
 
-@dataclass
+@record
 class Assembly:
     runtimes: list[HttpRuntime] = field(default_factory=list)
     subagent: HttpRuntime | None = None
@@ -227,7 +228,7 @@ async def assemble(
     return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Survey:
     """One endpoint as ``rune council endpoints`` shows it: what a council would seat."""
 

@@ -26,19 +26,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..config import DEFAULT_MAX_ATTEMPTS, CouncilConfig, EndpointTable, load_config
 from ..core.errors import RuntimeConfigError
 from ..core.paths import RuneDir
+from ..core.records import record
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EndpointSpec:
     """One OpenAI-compatible endpoint and how to choose among its models."""
 
@@ -74,7 +75,7 @@ PRESETS: dict[str, EndpointSpec] = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelRef:
     """An endpoint model chosen for a role (subagent, orchestrator); None means top-ranked."""
 
@@ -82,7 +83,7 @@ class ModelRef:
     model: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EndpointSetup:
     """What a run draws from HTTP endpoints: voices, an optional subagent, cache policy."""
 

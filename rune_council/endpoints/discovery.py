@@ -17,13 +17,13 @@ import datetime as dt
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.errors import CouncilError, EndpointCallError
+from ..core.records import record
 from ..files import atomic_write_json
 from ..runtimes.http import EndpointClient
 from ..runtimes.scratch import private_dir
@@ -49,7 +49,7 @@ class ModelsCache(BaseModel):
     models: list[str]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Discovery:
     models: list[str]
     source: Source

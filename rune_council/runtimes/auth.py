@@ -18,10 +18,11 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ..core.contract import AuthState, AuthVar, WatchedFile
+from ..core.records import record
 from ..safefile import read_capped
 from .base import secret_values
 
@@ -31,7 +32,7 @@ STATUS_TIMEOUT_S = 15.0
 READ_CAP = 1_000_000
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AuthReading:
     state: AuthState
     detail: str
@@ -40,7 +41,7 @@ class AuthReading:
     variables: tuple[str, ...] = ()  # variable names looked at, set or not
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AuthContext:
     """What a check may use: the resolved binary and the exact environment DISPATCH gives it."""
 
@@ -52,7 +53,7 @@ class AuthContext:
 AuthProbe = Callable[[AuthContext], Awaitable[AuthReading]]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StatusResult:
     exit_code: int | None
     stdout: str
@@ -79,7 +80,7 @@ class _Noting(Mapping[str, str]):
         return len(self._env)
 
 
-@dataclass
+@record
 class Looked:
     """Collects what a check looked at, for the reading's ``files`` and ``variables``: every
     variable read through ``env`` and every file asked about or read through it."""

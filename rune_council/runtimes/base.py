@@ -13,8 +13,9 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..core.records import record
 from ..core.redaction import MIN_SECRET_LEN, redactor_for
 from ..core.safetext import URL_USERINFO, mask_url_credentials
 
@@ -70,7 +71,7 @@ _IN_PLAY: set[str] = set()
 _IN_PLAY_LOCK = threading.Lock()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EnvPolicy:
     """Which variables of the parent environment a child may see."""
 

@@ -20,12 +20,12 @@ import os
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core import safejson
 from ..core.contract import FamilyConfidence, VoiceSource
+from ..core.records import record
 from ..core.runtime import ReplyCheck, RuntimeReply
 from .base import EnvPolicy, merged_path, redact, secret_values
 from .clis import BUILTIN
@@ -60,7 +60,7 @@ def find_bridge(env: Mapping[str, str], extra_path: Sequence[str] = ()) -> str |
     return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BridgeAgent:
     name: str
     version: str | None
@@ -155,7 +155,7 @@ def parse_bridge_answer(stdout: str, stderr: str) -> Parsed:
     return Parsed(None, f"no answer in {BRIDGE_NAME} output: {tail(stdout or stderr)}")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BridgeRuntime:
     """One agent reached through the bridge."""
 

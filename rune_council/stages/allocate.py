@@ -6,7 +6,7 @@ One voice per distinct family before any family gets a second seat; the reserved
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..core.contract import (
     FamilyConfidence,
@@ -18,6 +18,7 @@ from ..core.contract import (
 )
 from ..core.made import made
 from ..core.prompts import compose_prompt
+from ..core.records import record
 from .capacity import capped_voices
 
 # Subagents share one model, so each is pinned to one stance; it does not decorrelate, but
@@ -31,7 +32,7 @@ PERSONAS = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Candidate:
     runtime: str
     source: VoiceSource
@@ -39,14 +40,14 @@ class Candidate:
     family_confidence: FamilyConfidence
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SlotPrompts:
     primary: str
     fallback: str
     fallback_persona: str
 
 
-@dataclass
+@record
 class Allocation:
     voices: list[Voice]
     prompts: dict[str, SlotPrompts]

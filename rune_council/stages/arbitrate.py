@@ -7,7 +7,7 @@ so anyone can re-run it from the raw answers in the run file.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..core.contract import (
     Agreement,
@@ -25,12 +25,13 @@ from ..core.contract import (
     Voice,
 )
 from ..core.made import made
+from ..core.records import record
 from .normalize import NearVerbatim
 
 SEVERITY_ORDER: dict[Severity | None, int] = {"MUST": 0, "SHOULD": 1, "MAY": 2, None: 3}
 
 
-@dataclass
+@record
 class Arbitration:
     decorrelation: Decorrelation
     distinct_families: list[str]

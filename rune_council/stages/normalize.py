@@ -10,7 +10,6 @@ warning sign of correlated voices.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from itertools import combinations
 from typing import Literal
 
@@ -18,6 +17,7 @@ from rapidfuzz import fuzz
 
 from ..core.contract import Claim, ClaimCluster, MatchedBy, Verified, Voice
 from ..core.made import made
+from ..core.records import record
 from ..core.text import content_words, negated, normalise, polarity_differs, strip_negations
 from .places import Places
 from .point import same_point
@@ -39,7 +39,7 @@ _LINE_REF = re.compile(r"^(?P<file>.*?)[:#]L?(?P<start>\d+)(?:\s*[-\u2013]\s*L?(
 _SYMBOL = re.compile(r"^[A-Za-z_][\w.:]*(?:\(\))?$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Ref:
     target: str  # normalised file or symbol name ("" when it only names lines)
     start: int | None
@@ -55,7 +55,7 @@ class Ref:
         return self.start <= b_end and other.start <= a_end
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NearVerbatim:
     claim_ids: tuple[str, str]
     voice_ids: tuple[str, str]
@@ -63,7 +63,7 @@ class NearVerbatim:
     conflicting: bool
 
 
-@dataclass
+@record
 class Normalized:
     voices: list[Voice]
     clusters: list[ClaimCluster]
@@ -194,7 +194,7 @@ def opposed(a: str, b: str) -> bool:
     return fuzz.token_sort_ratio(strip_negations(a), strip_negations(b)) >= OPPOSED_SIMILARITY
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Place:
     """Where two claims meet: the shared anchor or evidence ref, and the words found there."""
 

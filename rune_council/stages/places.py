@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from ..core.records import record
 
 HEADER = "# A change under review. Each line from a file starts with its place: path:LINE |"
 _PLACE = re.compile(r"^(?P<path>[^\s|][^|]*):(?P<line>\d+) +\| ")
@@ -50,7 +52,7 @@ def shown_path(path: str) -> str:
     return "".join(out)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Places:
     """Where each place of a located artifact is: path -> line in the file -> artifact line."""
 

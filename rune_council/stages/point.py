@@ -14,8 +14,7 @@ share a place, and it compares what the claims say about that place, not how the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..core.records import record
 from .topic import entity_match, stem, subject_of
 
 # Words that carry no point of their own in a claim about a plan or code: quantities,
@@ -52,7 +51,7 @@ _POINT_SYNONYMS: tuple[frozenset[str], ...] = tuple(
 MIN_OVERLAP_ONE_WORD = 0.34
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PointMatch:
     same: bool
     shared: tuple[str, ...]

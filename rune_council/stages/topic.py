@@ -12,8 +12,8 @@ the evaluation around, so it stays on-topic.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from ..core.records import record
 from ..core.text import NEGATIONS, STOPWORDS
 
 # Words that frame or evaluate a question without saying what it is about. They are
@@ -92,7 +92,7 @@ def _is_entity(token: str) -> bool:
     )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Subject:
     """What a question is about: named things and the content words around them."""
 
@@ -159,7 +159,7 @@ def entity_match(a: str, b: str) -> bool:
     return longer.startswith(shorter) and longer[len(shorter)] in ":#/._-"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TopicMatch:
     score: float
     shared: tuple[str, ...]
