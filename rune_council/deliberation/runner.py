@@ -27,6 +27,7 @@ from ..core.contract import (
 )
 from ..core.prompts import compose_prompt
 from ..core.runtime import Runtime
+from ..runtimes.process import aftercare
 from ..runtimes.subagent import SubagentFn
 from ..stages.allocate import Candidate, SlotPrompts, reseat
 from ..stages.dispatch import dispatch
@@ -342,14 +343,18 @@ async def deliberate(
     chair, note = resolve_orchestrator(orchestrator, request, runtimes)
     if note:
         result.notes.append(note)
-    await _Rounds(
-        result,
-        request,
-        opts,
-        artifact_name,
-        prompts,
-        runtimes,
-        subagent,
-        Chair(chair, request.budget),
-        hooks,
-    ).run(registry.method_for(opts))
+    # A member's answer or ballot is used as soon as it is in; making sure the member left
+    # nothing running, and removing its directories, follow a moment later, off the path to
+    # the next stage, and are all done before the deliberation returns.
+    async with aftercare():
+        await _Rounds(
+            result,
+            request,
+            opts,
+            artifact_name,
+            prompts,
+            runtimes,
+            subagent,
+            Chair(chair, request.budget),
+            hooks,
+        ).run(registry.method_for(opts))

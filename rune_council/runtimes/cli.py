@@ -137,13 +137,18 @@ class CliRuntime:
                     schema_file = os.path.join(support, "answer-schema.json")
                     _write_private(schema_file, answer_schema_bytes())
             started = time.monotonic()
+            argv = self.adapter.argv(self.path, support, prompt_file, schema_file)
+            # From here the run owns the support directory, removed with the voice's own
+            # once nothing it started is running.
+            dirs, support = ((support,) if support is not None else ()), None
             result = await run_process(
-                self.adapter.argv(self.path, support, prompt_file, schema_file),
+                argv,
                 stdin=stdin,
                 env=env,
                 timeout_s=timeout_s,
                 max_stdout=max_output_bytes,
                 marker=marker,
+                also_remove=dirs,
             )
         finally:
             if support is not None:

@@ -26,7 +26,8 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
@@ -101,6 +102,7 @@ async def run_process(
     on_start: Callable[[int], None] | None = None,
     kill_grace_s: float = KILL_GRACE_S,
     marker: str | None = None,
+    also_remove: Sequence[str] = (),
 ) -> ProcessResult:
     """Run ``argv`` with ``stdin`` as its input and exactly ``env`` as its environment.
 
@@ -112,25 +114,34 @@ async def run_process(
     cancellation, or shortly after the child exits. A failure to start is reported as
     ``"spawn_error"``; an exception from ``on_start`` or a cancellation propagates after
     the cleanup. ``marker`` is the voice marker the child carries, for a caller that made
-    other directories for it first (``make_scratch_dir``); by default a new one.
-    """
-    if timeout_s <= 0:
-        raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
-    if kill_grace_s < 0 or max_stdout < 0 or max_stderr < 0:
-        raise ValueError("kill_grace_s, max_stdout and max_stderr must not be negative")
+    other directories for it first (``make_scratch_dir``); by default a new one. Those
+    directories go in ``also_remove``: from the call on they are the run's, removed with its
+    working directory once nothing it started is running, whatever happens.
 
-    started = time.monotonic()
-    scratch: str | None = None
-    if marker is None:
-        marker = lineage.next_voice_marker()
-    elif not shapes.is_voice_marker(marker):
-        raise ValueError(f"not a voice marker: {marker!r}")
+    When it returns nothing it started is running and its directories are gone, except
+    inside an ``aftercare`` block: there a child that exited and let go of its output has its
+    reply returned at once, and the same check and removal follow shortly after, finished
+    before the block ends.
+    """
+    dirs = list(also_remove)
+    run: _Run | None = None
     try:
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+        if kill_grace_s < 0 or max_stdout < 0 or max_stderr < 0:
+            raise ValueError("kill_grace_s, max_stdout and max_stderr must not be negative")
+        started = time.monotonic()
+        if marker is None:
+            marker = lineage.next_voice_marker()
+        elif not shapes.is_voice_marker(marker):
+            raise ValueError(f"not a voice marker: {marker!r}")
+        scratch: str | None = None
         if cwd is None:
             try:
                 scratch = make_scratch_dir(marker)
             except OSError as exc:
                 return _not_started(started, f"could not create a working directory: {exc}")
+            dirs.append(scratch)
         run = _Run(
             argv=list(argv),
             stdin=stdin,
@@ -142,11 +153,103 @@ async def run_process(
             max_stderr=max_stderr,
             kill_grace_s=kill_grace_s,
             started=started,
+            dirs=dirs,
         )
         return await run.execute(on_start)
     finally:
-        if scratch is not None:
-            remove_scratch_dir(scratch)
+        if run is None or not run.handed_off:
+            _remove_dirs(dirs)
+
+
+def _remove_dirs(dirs: Iterable[str]) -> None:
+    for path in dirs:
+        remove_scratch_dir(path)
+
+
+# Inside an ``aftercare`` block, how long after a voice ended its tree is checked and its
+# directories removed: long enough for the loop to start what its reply lets it start (the
+# next stage's voices), and voices ending within it share one scan of the process table.
+AFTERCARE_DELAY_S = 0.01
+_aftercare: ContextVar[_Aftercare | None] = ContextVar("rune_council_aftercare", default=None)
+
+
+@contextlib.asynccontextmanager
+async def aftercare() -> AsyncIterator[None]:
+    """A block whose voices that end cleanly are finished with after their reply is used.
+
+    Checking that a voice left nothing running reads every process on the machine, and
+    removing its directories touches the disk; neither changes its reply. Inside the block a
+    voice that exited and closed its output hands its reply back at once and those steps run
+    a moment later, off the path from one stage's last answer to the next stage's start (a
+    timeout, a flood, a cancellation or a voice whose helpers hold its output is finished
+    with before its reply, as outside). When the block ends, however it ends, every voice
+    started in it has been finished with.
+    """
+    care = _Aftercare(asyncio.get_running_loop())
+    token = _aftercare.set(care)
+    try:
+        yield
+    finally:
+        _aftercare.reset(token)
+        await care.settle()
+
+
+class _Aftercare:
+    """The voices of one ``aftercare`` block waiting to be finished with, and those being."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.waiting: list[_Run] = []
+        self.timer: asyncio.TimerHandle | None = None
+        self.running: set[asyncio.Task[None]] = set()
+
+    def add(self, run: _Run) -> None:
+        self.waiting.append(run)
+        if self.timer is None:
+            self.timer = self.loop.call_later(AFTERCARE_DELAY_S, self.start)
+
+    def start(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        batch, self.waiting = self.waiting, []
+        if batch:
+            self.running.add(self.loop.create_task(_finish_all(batch)))
+
+    async def settle(self) -> None:
+        """Finish with every voice now; a cancellation meanwhile is held until they are."""
+        cancelled = False
+        error: BaseException | None = None
+        self.start()
+        while self.running:
+            batch = list(self.running)
+            try:
+                await asyncio.shield(asyncio.wait(batch))
+            except asyncio.CancelledError:
+                cancelled = True
+            for task in batch:
+                if task.done():
+                    self.running.discard(task)
+                    if not task.cancelled() and error is None:
+                        error = task.exception()
+        if cancelled:
+            raise asyncio.CancelledError
+        if error is not None:
+            raise error
+
+
+async def _finish_all(batch: list[_Run]) -> None:
+    """Finish with voices that ended, their trees found in one read of the process table."""
+    found: list[list[int] | None] = [None] * len(batch)
+    if all(run.tree is not None and run.tree.table for run in batch):
+        found = list(lineage.find_lineages([run.tree.query() for run in batch if run.tree]))
+    outcomes = await asyncio.gather(
+        *(run.finish_later(f) for run, f in zip(batch, found, strict=True)),
+        return_exceptions=True,
+    )
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 def make_scratch_dir(marker: str) -> str:
@@ -227,7 +330,7 @@ class _ProcessTree:
         if self.root is None:
             return
         if self.table:
-            self._remember(lineage.find_lineage(self.pgid, self.pgid, None))
+            self._remember(lineage.find_lineages([(self.pgid, self.pgid, None, 0)])[0])
             return
         try:
             descendants = self.root.children(recursive=True)
@@ -247,13 +350,18 @@ class _ProcessTree:
             self.known[proc.pid] = proc
         return found
 
-    def members(self) -> list[psutil.Process]:
+    def query(self) -> lineage.Query:
+        """What ``find_lineages`` is asked for to find every process of this tree."""
+        return (self.pgid, self.pgid, self.marker, self.not_before)
+
+    def members(self, found: list[int] | None = None) -> list[psutil.Process]:
+        """Every live process of the tree; ``found`` is what ``find_lineages`` gave for
+        ``query`` just now, when the caller read the process table for several trees."""
         # The marker in the environment finds descendants that left both the group and the
         # parent chain (double fork + setsid + closed stdio) before we recorded them.
         if self.table:
-            found = lineage.find_lineage(
-                self.pgid, self.pgid, self.marker, not_before=self.not_before
-            )
+            if found is None:
+                found = lineage.find_lineages([self.query()])[0]
             candidates = [*self.known.values(), *self._remember(found)]
         else:
             candidates = [
@@ -266,13 +374,13 @@ class _ProcessTree:
         unique = {(p.pid, _create_time(p)): p for p in candidates}
         return [p for p in unique.values() if _alive(p)]
 
-    async def kill(self, grace_s: float) -> None:
+    async def kill(self, grace_s: float, found: list[int] | None = None) -> None:
         # Collect before signalling: once a parent dies its children are reparented and no
         # longer show up as descendants of the root. The single pass of ``members`` already
         # follows the parent chain.
         if not self.table:
             self.record_descendants()
-        members = self.members()
+        members = self.members(found)
         try:
             await _terminate(members, grace_s, pgid=self.pgid)
         finally:
@@ -293,8 +401,17 @@ class _Run:
         kill_grace_s: float,
         started: float,
         marker: str,
+        dirs: list[str],
     ) -> None:
         self.marker = marker
+        # Its directories, removed once nothing it started is running.
+        self.dirs = dirs
+        # Set when an ``aftercare`` block finishes with it after its reply.
+        self.handed_off = False
+        self.tree: _ProcessTree | None = None
+        self._out: _Capture | None = None
+        self._err: _Capture | None = None
+        self._release: Callable[[], None] = lambda: None
         self.argv = argv
         self.stdin = stdin
         self.env = env
@@ -359,14 +476,34 @@ class _Run:
                 f.close()
             raise
 
-        tree = _ProcessTree(proc.pid, self.marker)
-        out = _Capture(loop, self.max_stdout, keep_tail=False)
-        err = _Capture(loop, self.max_stderr, keep_tail=True)
+        tree = self.tree = _ProcessTree(proc.pid, self.marker)
+        out = self._out = _Capture(loop, self.max_stdout, keep_tail=False)
+        err = self._err = _Capture(loop, self.max_stderr, keep_tail=True)
         out_transport: asyncio.ReadTransport | None = None
         err_transport: asyncio.ReadTransport | None = None
         in_transport: asyncio.WriteTransport | None = None
-        tracker: asyncio.Task[None] | None = None
+        tracker = _tracker(loop)
         exited: asyncio.Future[int] | None = None
+
+        def release() -> None:
+            tracker.remove(tree)
+            if exited is not None and not exited.done():
+                exited.cancel()
+            for transport in (out_transport, err_transport):
+                if transport is not None:
+                    transport.close()
+            if in_transport is not None and (
+                not in_transport.is_closing() or in_transport.get_write_buffer_size() > 0
+            ):
+                # Unwritten input would otherwise keep the transport open for good.
+                in_transport.abort()
+            for f in loose_files:
+                f.close()
+            proc.release()
+            lineage.spawned_roots.discard(proc.pid)
+            lineage.untrack(self.marker, proc.pid)
+
+        self._release = release
         try:
             out_transport, _ = await loop.connect_read_pipe(lambda: out, stdout_file)
             loose_files.remove(stdout_file)
@@ -382,12 +519,23 @@ class _Run:
             if on_start is not None:
                 on_start(proc.pid)
 
-            tracker = asyncio.create_task(_track(tree))
+            tracker.add(tree)
             exited = proc.exited
             outcome, detail, exit_code = await self._supervise(proc, exited, out, err)
-            await self._finish(tree, out, err)
-            if not exited.done():
-                await asyncio.wait({exited}, timeout=_KILL_CONFIRM_S)
+            care = _aftercare.get()
+            ended_clean = (
+                exited.done() and out.closed.done() and err.closed.done() and not self.left_behind
+            )
+            if care is not None and ended_clean and not out.overflow.done():
+                # Nothing the kill or the rest can find changes this reply: it goes back now.
+                # Its root is gone, so there are no more descendants of it to record.
+                tracker.remove(tree)
+                self.handed_off = True
+                care.add(self)
+            else:
+                await self._finish(tree, out, err)
+                if not exited.done():
+                    await asyncio.wait({exited}, timeout=_KILL_CONFIRM_S)
             if self.left_behind:
                 detail += "; leftover processes held the output open and were killed"
             return ProcessResult(
@@ -405,23 +553,19 @@ class _Run:
             await self._finish(tree, out, err)
             raise
         finally:
-            if tracker is not None:
-                tracker.cancel()
-            if exited is not None and not exited.done():
-                exited.cancel()
-            for transport in (out_transport, err_transport):
-                if transport is not None:
-                    transport.close()
-            if in_transport is not None and (
-                not in_transport.is_closing() or in_transport.get_write_buffer_size() > 0
-            ):
-                # Unwritten input would otherwise keep the transport open for good.
-                in_transport.abort()
-            for f in loose_files:
-                f.close()
-            proc.release()
-            lineage.spawned_roots.discard(proc.pid)
-            lineage.untrack(self.marker, proc.pid)
+            if not self.handed_off:
+                release()
+
+    async def finish_later(self, found: list[int] | None) -> None:
+        """What returning the reply left for an ``aftercare`` block: the tree killed (its
+        processes ``found`` in a read of the table shared with other voices), the rest
+        released, the directories removed."""
+        try:
+            assert self.tree is not None and self._out is not None and self._err is not None
+            await self._finish(self.tree, self._out, self._err, found)
+        finally:
+            self._release()
+            _remove_dirs(self.dirs)
 
     async def _supervise(
         self,
@@ -459,9 +603,11 @@ class _Run:
     def _too_large_detail(self) -> str:
         return f"stdout exceeded {self.max_stdout} bytes; process tree killed"
 
-    async def _finish(self, tree: _ProcessTree, out: _Capture, err: _Capture) -> None:
+    async def _finish(
+        self, tree: _ProcessTree, out: _Capture, err: _Capture, found: list[int] | None = None
+    ) -> None:
         """Make sure nothing from the run survives, whatever the outcome."""
-        await tree.kill(self.kill_grace_s)
+        await tree.kill(self.kill_grace_s, found)
         pipes = [out.closed, err.closed]
         if await _all_done(pipes, _POST_KILL_DRAIN_S):
             return
@@ -646,12 +792,55 @@ async def _start(
     return child
 
 
-async def _track(tree: _ProcessTree) -> None:
-    while True:
-        await asyncio.sleep(_TRACK_INTERVAL_S)
-        tree.record_descendants()
-        if tree.root is None or not _alive(tree.root):
-            return
+class _Tracker:
+    """Records the descendants of every voice running on one loop, all of them in one read
+    of the process table per tick (where /proc can be read), so voices running together do
+    not each pay for a pass over every process on the machine."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.trees: dict[_ProcessTree, None] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    def add(self, tree: _ProcessTree) -> None:
+        self.trees[tree] = None
+        if self.task is None:
+            self.task = self.loop.create_task(self._run())
+
+    def remove(self, tree: _ProcessTree) -> None:
+        self.trees.pop(tree, None)
+        if not self.trees and self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+    async def _run(self) -> None:
+        # Each voice is recorded within _TRACK_INTERVAL_S of its start, then as often.
+        while self.trees:
+            await asyncio.sleep(_TRACK_INTERVAL_S)
+            trees = [t for t in self.trees if t.root is not None]
+            tabled = [t for t in trees if t.table]
+            if tabled:
+                found = lineage.find_lineages([(t.pgid, t.pgid, None, 0) for t in tabled])
+                for tree, pids in zip(tabled, found, strict=True):
+                    tree._remember(pids)
+            for tree in trees:
+                if not tree.table:
+                    tree.record_descendants()
+                if tree.root is not None and not _alive(tree.root):
+                    self.trees.pop(tree, None)  # its exit ends its run: nothing more to see
+        self.task = None
+
+
+_trackers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Tracker] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _tracker(loop: asyncio.AbstractEventLoop) -> _Tracker:
+    found = _trackers.get(loop)
+    if found is None:
+        found = _trackers[loop] = _Tracker(loop)
+    return found
 
 
 async def _terminate(procs: list[psutil.Process], grace_s: float, *, pgid: int | None) -> None:
