@@ -24,7 +24,8 @@ single pass with instant voices spends its time, timed from inside the same `run
 process (medians of N): a bare interpreter's start (its own process), importing the command
 line, importing the council's modules, argument parsing and options, reading the config (and
 how many times), detect cache and seating, planning, dispatch (which includes loading httpx's
-transport and a run-file write per voice status), judging, the rest (the interpreter's start
+transport and a run-file write per voice status), judging (with the modules it needs that
+were not loaded while the voices thought), the rest (the interpreter's start
 and the exit: those same processes' wall time less their steps), and the run-file writes
 counted in those steps.
 With ``--baseline REV`` the package as it was at REV (``git archive``) runs the same single
@@ -189,6 +190,9 @@ rune_council.cli.main()
 
 # What a single pass of HTTP voices loads before it asks them, in the order it needs them
 # (httpx's transport, httpcore and anyio, load with the first call and count as dispatch).
+# The judging step's modules (gate, normalize, arbitrate, rapidfuzz) are not among them:
+# a thread loads them while the voices think, and what it has not loaded by the time the
+# answers are in (voices that answer at once leave it no wait) counts as judging.
 IMPORT_GROUPS = (
     ("pydantic + contract models", ("rune_council.core.contract",)),
     ("config models", ("rune_council.config",)),

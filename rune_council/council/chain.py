@@ -23,7 +23,6 @@ from ..core.contract import (
     is_safe_run_id,
 )
 from ..core.errors import RequestError
-from ..stages.arbitrate import unresolved_claims
 from .lifecycle import run_blocking
 from .options import CouncilOptions
 from .pipeline import aconvene
@@ -88,6 +87,9 @@ def verdict_as_context(result: CouncilResult) -> str:
     if consensus:
         lines.append("Consensus (verified, cross-family):")
         lines += [f"- {_bounded(c.claim)} ({', '.join(c.families)})" for c in consensus]
+    # Loaded here, where a chain's step has its verdict: a single pass loads it only to judge.
+    from ..stages.arbitrate import unresolved_claims
+
     open_items: list[str] = []
     if d is not None and d.synthesis is not None:
         open_items += [_bounded(q) for q in d.synthesis.open_questions]

@@ -21,13 +21,13 @@ from ..recorder import RunRecorder
 from ..runtimes import lineage
 from ..stages.allocate import Allocation, Candidate, allocate
 from ..stages.dispatch import dispatch, late_voice_ids
-from ..stages.verdict import reach_verdict
 from . import templates
 from .lifecycle import RunLog, now, run_blocking
 from .metering import MeteredRuntime, PromptMeter
 from .options import CouncilOptions
 from .request import Artifact, claim_run_file, parse_request, read_artifact, refuse_unserved
 from .seating import Seating, as_runtime, seat
+from .warmup import Warmup
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -69,9 +69,12 @@ async def _convene(req: PerspectiveRequest, opts: CouncilOptions) -> CouncilResu
         plan = _plan(req, seats, artifact)
         run = _skeleton(req, plan, seats, artifact, run_path, opts)
         heartbeat = asyncio.ensure_future(run.heartbeat())
+        # The judging step's modules load while the voices think (``warmup``).
+        warmup = Warmup().start()
         try:
             await _execute(run, plan, seats)
             run.result.prompt_cost = meter.cost()
+            warmup.finish()
             _judge(run, artifact)
             if req.deliberation is not None:
                 meter.stage = "deliberation"
@@ -86,6 +89,7 @@ async def _convene(req: PerspectiveRequest, opts: CouncilOptions) -> CouncilResu
             raise
         finally:
             heartbeat.cancel()
+            warmup.finish()
     finally:
         await seats.aclose()
     return run.result
@@ -206,6 +210,8 @@ async def _execute(run: RunLog, plan: Allocation, seats: Seating) -> None:
 
 def _judge(run: RunLog, artifact: Artifact) -> None:
     """GATE -> NORMALIZE -> ARBITRATE on the dispatched voices."""
+    from ..stages.verdict import reach_verdict  # loaded while the voices thought (warmup)
+
     notes = reach_verdict(
         run.result,
         artifact.name,

@@ -1,0 +1,81 @@
+"""What a council needs once its voices have answered, loaded while they think.
+
+Judging the answers (GATE -> NORMALIZE -> ARBITRATE, the fuzzy matcher under them, their
+record classes) takes some 15-20 ms of imports that nothing before it needs. A council
+spends most of its wall time waiting for its voices, so a thread loads them then, while the
+event loop waits on its sockets: the wait hides them. The thread only imports modules and
+makes their classes (both are safe from any thread: imports under the import lock, records
+under their own), shares nothing else with the council, and never decides anything: the
+council imports what it needs itself when it gets there, which simply waits for an import
+the thread has under way and costs nothing once it is done. Whatever goes wrong in the
+thread is dropped with it, and the council's own import meets it again and reports it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import time
+
+from ..core.records import make_all
+
+# What the council's judging step imports, first the module it calls (it brings the rest),
+# and the verdict's metadata, written as the council completes.
+AFTER_ANSWERS = (
+    "rune_council.stages.verdict",
+    "rune_council.stages.gate",
+    "rune_council.stages.normalize",
+    "rune_council.stages.arbitrate",
+    "rune_council.stages.topic",
+    "rune_council.stages.point",
+    "rune_council.stages.places",
+    "rune_council.deliberation.metadata",
+)
+# How often the thread looks whether the event loop is waiting, and for how long at most.
+POLL_S = 0.002
+MAX_WAIT_S = 5.0
+
+
+class Warmup:
+    """Started as a council dispatches its voices; ``finish`` before it judges them."""
+
+    def __init__(self) -> None:
+        # The event loop's thread: while its innermost frame is the selector's, it is
+        # waiting for the voices, and the thread's imports take nothing from it. While it
+        # is working (sending the requests, reading answers), the thread waits its turn.
+        self._loop_thread = threading.get_ident()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rune-council-warmup", daemon=True)
+
+    def start(self) -> Warmup:
+        self._thread.start()
+        return self
+
+    def finish(self) -> None:
+        """Stop waiting for an idle moment and let the thread end before the council goes
+        on: a process ends quickly only once it is the last thread left."""
+        self._stop.set()
+        if self._thread.ident is not None:
+            self._thread.join()
+
+    def _loop_is_waiting(self) -> bool:
+        frame = sys._current_frames().get(self._loop_thread)
+        return (
+            frame is not None
+            and frame.f_code.co_name == "select"
+            and frame.f_code.co_filename.endswith("selectors.py")
+        )
+
+    def _run(self) -> None:
+        try:
+            deadline = time.monotonic() + MAX_WAIT_S
+            while not self._loop_is_waiting():
+                if self._stop.wait(POLL_S) or time.monotonic() > deadline:
+                    return
+            for name in AFTER_ANSWERS:
+                if self._stop.is_set():
+                    return
+                make_all(vars(importlib.import_module(name)))
+        except BaseException:  # the council's own import meets it again and reports it
+            return
