@@ -251,7 +251,27 @@ def concordance_of(
         return None, [None] * m
     if classes is None:
         classes = tie_classes(rows, n)
+    w, centred = concordance_base(classes, m, n)
+    return w, mean_correlations(rows, centred)
 
+
+class Centred(NamedTuple):
+    """What each ranking's mean correlation is read from: the sum of every defined
+    ranking's unit vector (``total``, its sum ``grand``), each tie class's scale, and how
+    many others a defined ranking is compared with."""
+
+    n: int
+    total: list[float]
+    grand: float
+    scale: dict[int, float]
+    others: int
+
+
+def concordance_base(classes: TieClasses, m: int, n: int) -> tuple[float | None, Centred]:
+    """Kendall's W of ``m`` rankings over ``n`` items from their tie classes, and what
+    :func:`mean_correlations` reads each ranking's mean correlation from. The classes are
+    whole numbers, so rankings counted in parts and added up class by class (in the order
+    the classes first appear) give the same floats as counted in one go."""
     sums = [sum(stats[1] for _, stats in classes.values())] * n
     for delta, _ in classes.values():
         sums = list(map(add, sums, delta))
@@ -274,11 +294,16 @@ def concordance_of(
         shared += (rest_sum - count * centre) * inv
         total = [x + d * inv for x, d in zip(total, delta, strict=True)]
     total = [shared + x for x in total]
-    grand = sum(total)
+    return w, Centred(n, total, sum(total), scale, defined - 1)
+
+
+def mean_correlations(rows: Sequence[Placed], centred: Centred) -> list[float | None]:
+    """Each of ``rows``' mean correlation with the other rankings ``centred`` sums up."""
+    n, total, grand, scale, others = centred
+    centre = n + 1
     means: list[float | None] = []
     append = means.append
     scale_of = scale.get
-    others = defined - 1
     at = total.__getitem__
     for items, doubled, rest_rank, _, ties in rows:
         inv_ = scale_of(ties)
@@ -289,7 +314,20 @@ def concordance_of(
         dot = (rest_rank - centre) * grand + sum(map(mul, doubled, mine)) - rest_rank * sum(mine)
         # u . (total - u) = u . total - 1, averaged over the other defined rankers.
         append((dot * inv_ - 1.0) / others)
-    return w, means
+    return means
+
+
+def merge_classes(first: TieClasses, second: TieClasses) -> TieClasses:
+    """The tie classes of two runs of rankings, the second's after the first's: what
+    :func:`tie_classes` makes of both runs in one (each class where it first appears)."""
+    merged: TieClasses = {t: (list(delta), list(stats)) for t, (delta, stats) in first.items()}
+    for t, (delta, stats) in second.items():
+        entry = merged.get(t)
+        if entry is None:
+            merged[t] = (list(delta), list(stats))
+        else:
+            merged[t] = (list(map(add, entry[0], delta)), list(map(add, entry[1], stats)))
+    return merged
 
 
 def spearman(a: Mapping[str, float], b: Mapping[str, float], items: Sequence[str]) -> float | None:

@@ -493,11 +493,19 @@ def _is_fence(stripped: str) -> bool:
 
 def parse(text: str) -> Transcript:
     """Every line becomes a move, a dropped line with its reason, or (REQUIRE) an error."""
+    return parse_lines(text.splitlines())[0]
+
+
+def parse_lines(
+    lines: Sequence[str], first: int = 1, phase: str | None = None
+) -> tuple[Transcript, str | None]:
+    """``parse`` of a transcript's lines from line number ``first`` on, read in ``phase``
+    (the phase the lines before them left), and the phase the lines leave: a long
+    transcript can be read in parts, each part's moves those of the whole."""
     out = Transcript()
-    phase: str | None = None
     levels: dict[str, tuple[str, ...]] = {}
     moves = out.moves
-    for line_no, raw in enumerate(text.splitlines(), start=1):
+    for line_no, raw in enumerate(lines, start=first):
         # A plain RANK line, the bulk of a long transcript, has nothing to strip, skip or
         # drop: its move is made at once (the same move the path below would make).
         if len(raw) <= MAX_LINE:
@@ -551,7 +559,14 @@ def parse(text: str) -> Transcript:
             )
             continue
         out.moves.append(move)
-    return out
+    return out, phase
+
+
+def phase_after(lines: Sequence[str]) -> str | None:
+    """The phase in effect after ``lines``, read without parsing the moves: only a line
+    that names ``@phase`` can change it, and ``parse_lines`` reads those lines as it reads
+    them in place (a move between them changes no phase)."""
+    return parse_lines([line for line in lines if "@phase" in line])[1]
 
 
 def quote(text: str) -> str:

@@ -17,6 +17,7 @@ Order of work, so that policy acts before preference:
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -150,6 +151,35 @@ def tally_parts(transcript: Transcript) -> TallyParts:
     The steps of the module's docstring in their order, each a function of its own; every
     line a step refuses is added to ``dropped`` with its reason.
     """
+    setup = _setup(transcript)
+    counted = _borda(
+        _last_rankings(setup.moves, transcript.own, setup.dropped),
+        setup.active,
+        setup.gone,
+        classes=not transcript.own,
+    )
+    consensus, dissenters = _concordance(counted, setup.active, transcript.own)
+    report = _report(setup, counted.totals, bool(counted.rankers), consensus, dissenters)
+    return TallyParts(report, counted.rankers, setup.active, counted.points_of)
+
+
+@dataclass(slots=True)
+class _Setup:
+    """What the tally knows before it counts a ballot: the proposals, the moves that count
+    at all, what policy pruned, and every line refused so far."""
+
+    dropped: list[DroppedLine]
+    errors: list[MoveError]
+    proposals: list[str]
+    texts: dict[str, str]
+    declared: bool
+    moves: list[Move]
+    pruned: list[PrunedProposal]
+    gone: set[str]
+    active: list[str]
+
+
+def _setup(transcript: Transcript) -> _Setup:
     dropped = [_dropped(d) for d in transcript.dropped]
     errors = [MoveError(line=e.line, text=e.text, reason=e.reason) for e in transcript.errors]
     proposals, texts, declared = _proposals(transcript.moves)
@@ -157,26 +187,35 @@ def tally_parts(transcript: Transcript) -> TallyParts:
     pruned = _pruned(moves)
     gone = {p.label for p in pruned}
     active = [p for p in proposals if p not in gone]
-    counted = _borda(
-        _last_rankings(moves, transcript.own, dropped), active, gone, classes=not transcript.own
-    )
-    # Float sums depend on the order of addition; rounding makes the verdict independent of it.
-    scores = {p: round(v, ROUNDING) for p, v in zip(active, counted.totals, strict=True)}
-    blocked = _blocked(moves, gone)
-    blocked_labels = {b.label for b in blocked}
-    order = _levels(active, scores) if counted.rankers else [[p] for p in active]
-    winner = _winner(order, blocked_labels) if counted.rankers else None
-    consensus, dissenters = _concordance(counted, active, transcript.own)
+    return _Setup(dropped, errors, proposals, texts, declared, moves, pruned, gone, active)
 
-    report = TallyReport(
-        valid=not errors,
-        proposals=proposals,
+
+def _report(
+    setup: _Setup,
+    totals: Sequence[float],
+    ranked: bool,
+    consensus: ConsensusScore,
+    dissenters: list[str],
+) -> TallyReport:
+    """The report of a tally whose ballots are counted (``ranked``: any ballot counted),
+    every field but the rankers' details."""
+    active = setup.active
+    # Float sums depend on the order of addition; rounding makes the verdict independent of it.
+    scores = {p: round(v, ROUNDING) for p, v in zip(active, totals, strict=True)}
+    blocked = _blocked(setup.moves, setup.gone)
+    blocked_labels = {b.label for b in blocked}
+    order = _levels(active, scores) if ranked else [[p] for p in active]
+    winner = _winner(order, blocked_labels) if ranked else None
+    dropped = setup.dropped
+    return TallyReport(
+        valid=not setup.errors,
+        proposals=setup.proposals,
         rankers=[],
         scores=[
             ProposalScore(
                 label=p,
                 score=round(scores[p], 9),
-                text=texts.get(p) or None,
+                text=setup.texts.get(p) or None,
                 blocked=p in blocked_labels,
             )
             for level in order
@@ -184,16 +223,15 @@ def tally_parts(transcript: Transcript) -> TallyParts:
         ],
         final_order=order,
         winner=winner,
-        pruned=pruned,
+        pruned=setup.pruned,
         blocked=blocked,
         consensus=consensus,
         dissenters=dissenters,
-        votes=_votes(moves, dropped),
-        synth=_synth(moves),
+        votes=_votes(setup.moves, dropped),
+        synth=_synth(setup.moves),
         dropped=sorted(dropped, key=lambda d: d.line),
-        errors=errors,
+        errors=setup.errors,
     )
-    return TallyParts(report, counted.rankers, active, counted.points_of)
 
 
 def _admitted(
@@ -254,6 +292,7 @@ def _last_rankings(
     """Step 2: one ballot per ranker, the last one, in line order; a ballot that ranks the
     ranker's own answer does not count, and an earlier one is dropped as superseded."""
     last_rank: dict[str, Move] = {}
+    again = False
     for m in moves:
         if m.verb == "RANK":
             who = m.speaker or f"line-{m.line}"
@@ -272,8 +311,11 @@ def _last_rankings(
             earlier = last_rank.get(who)
             if earlier is not None:
                 dropped.append(superseded(earlier, m, who, f"{who}'s"))
+                again = True
             last_rank[who] = m
-    return sorted(last_rank.items(), key=lambda kv: kv[1].line)
+    # A ranker keeps the place of its first ballot: sorted only if one ranked again.
+    kept = list(last_rank.items())
+    return sorted(kept, key=lambda kv: kv[1].line) if again else kept
 
 
 def superseded(earlier: Move, later: Move, source: str, whose: str = "the") -> DroppedLine:
@@ -306,11 +348,18 @@ class _Borda:
 
 
 def _borda(
-    rank_moves: Sequence[tuple[str, Move]], active: list[str], gone: set[str], *, classes: bool
+    rank_moves: Sequence[tuple[str, Move]],
+    active: list[str],
+    gone: set[str],
+    *,
+    classes: bool,
+    points: list[array[float]] | None = None,
 ) -> _Borda:
     """Step 3: Borda x confidence over the proposals in play. ``classes``: also count the
     rankings' tie classes for the complete-rankings concordance, in the same walk over each
-    ballot's places (the walk is most of the cost of either)."""
+    ballot's places (the walk is most of the cost of either). ``points``: instead of adding
+    them up, keep each proposal's points in line order, for a caller that adds them to the
+    totals of the ballots before these (``totals`` is then left at zero)."""
     n = len(active)
     index = {p: j for j, p in enumerate(active)}
     totals = [0.0] * n
@@ -328,6 +377,7 @@ def _borda(
     # Rankings in bytes count their tie classes from whole rank vectors (no step per place).
     columns = concordance.TieColumns(n) if classes and compact else None
     add_columns = columns.add if columns is not None else None
+    keep = [] if points is None else [column.append for column in points]
     for who, m in rank_moves:
         levels: Sequence[Sequence[str]] = (
             [kept for level in m.ballot if (kept := [x for x in level if x not in gone])]
@@ -344,7 +394,14 @@ def _borda(
         # Each proposal's points are added in line order: float sums depend on the order.
         if add_columns is not None and row.items:
             add_columns(row)
-        if ties is None or add_columns is not None or not row.items:
+        if points is not None:
+            for j, r in zip(row.items, row.doubled, strict=True):
+                keep[j](table[r])
+            if ties is not None and add_columns is None and row.items:
+                delta = add_to_class(ties, row, n)
+                for j, r in zip(row.items, row.doubled, strict=True):
+                    delta[j] += r - row.rest_rank
+        elif ties is None or add_columns is not None or not row.items:
             for j, r in zip(row.items, row.doubled, strict=True):
                 totals[j] += table[r]
         else:
@@ -391,22 +448,8 @@ def _concordance(
         w, complete_means = concordance.concordance_of(
             [r for r in counted.rows if r.items], n, counted.classes
         )
-        method = "kendall_w (tie-corrected; unranked proposals share the bottom places)"
-    note = ""
-    if len(ranked) < 2:
-        note = "fewer than two rankings: W is undefined"
-    elif n < 2:
-        note = "fewer than two proposals in play: W is undefined"
-    elif w is None:
-        note = "every ranking ties everything: W is undefined"
-    consensus = ConsensusScore(
-        w=None if w is None else round(w, 9),
-        label=concordance.label_for(w),
-        method=method,
-        rankers=len(ranked),
-        proposals=n,
-        note=note,
-    )
+        method = COMPLETE_METHOD
+    consensus = _consensus(w, method, len(ranked), n)
     if len(ranked) < 2 or n < 2:
         return consensus, []
     if own:
@@ -415,6 +458,27 @@ def _concordance(
         found = iter(complete_means)
         means = [next(found) if row.items else None for row in counted.rows]
     return consensus, _dissenters(counted, means, ranked, active, consensus)
+
+
+COMPLETE_METHOD = "kendall_w (tie-corrected; unranked proposals share the bottom places)"
+
+
+def _consensus(w: float | None, method: str, ranked: int, n: int) -> ConsensusScore:
+    note = ""
+    if ranked < 2:
+        note = "fewer than two rankings: W is undefined"
+    elif n < 2:
+        note = "fewer than two proposals in play: W is undefined"
+    elif w is None:
+        note = "every ranking ties everything: W is undefined"
+    return ConsensusScore(
+        w=None if w is None else round(w, 9),
+        label=concordance.label_for(w),
+        method=method,
+        rankers=ranked,
+        proposals=n,
+        note=note,
+    )
 
 
 def _dissenters(
@@ -427,7 +491,6 @@ def _dissenters(
     """Step 5, dissent: each ranker's mean Spearman is kept on its record; below 0 (with
     three rankers or more) it dissents. When everyone is below 0 nobody stands apart, and
     the consensus note says why (a majority cycle, or plain disagreement)."""
-    dissenters: list[str] = []
     placed = [c for c, levels in zip(counted.rankers, counted.ballots, strict=True) if levels]
     rounded = [
         None if mean is None else round(mean, ROUNDING)
@@ -435,12 +498,7 @@ def _dissenters(
         if levels
     ]
     apart = concordance.standing_apart(rounded)
-    counting = len(ranked) >= MIN_RANKERS_FOR_DISSENT
-    for counted_, mean, dissenting in zip(placed, rounded, apart, strict=True):
-        counted_.mean = None if mean is None else round(mean, 6)
-        if counting and dissenting:
-            counted_.dissenting = True
-            dissenters.append(counted_.ranker)
+    dissenters = _mark(placed, rounded, apart, len(ranked) >= MIN_RANKERS_FOR_DISSENT)
     everyone_below = bool(rounded) and all(m is not None and m < 0 for m in rounded)
     if len(ranked) >= MIN_RANKERS_FOR_DISSENT and everyone_below:
         cycle = concordance.majority_cycle(ranked, active)
@@ -452,6 +510,23 @@ def _dissenters(
         consensus.note = "; ".join(
             x for x in (consensus.note, f"{shape}: no ranker stands apart") if x
         )
+    return dissenters
+
+
+def _mark(
+    placed: Sequence[Counted],
+    rounded: Sequence[float | None],
+    apart: Sequence[bool],
+    counting: bool,
+) -> list[str]:
+    """Each placed ballot's mean Spearman kept on its record, and who dissents (``apart``,
+    when there are enough rankers for dissent to be ``counting``), in line order."""
+    dissenters: list[str] = []
+    for counted_, mean, dissenting in zip(placed, rounded, apart, strict=True):
+        counted_.mean = None if mean is None else round(mean, 6)
+        if counting and dissenting:
+            counted_.dissenting = True
+            dissenters.append(counted_.ranker)
     return dissenters
 
 
