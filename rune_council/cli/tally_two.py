@@ -1,0 +1,353 @@
+"""A long ``rune council tally`` on two cores: a forked copy of this process reads, counts
+and prints the second half of the transcript while this one does the first half.
+
+Fork shares the transcript's lines with the copy, nothing is pickled but what the halves
+tell each other: the context the second half is counted against (the proposals), then its
+whole-number counts and its points in line order, the merged counts back, and who in it
+dissents (``deliberation.halves``). The copy prints its rankers' lines into a spool, through
+the same ``echo``/``echo_json`` as the one-process path, and this process copies the spool
+out between its own rankers and the end of the report: the output is byte for byte the
+one-process output. Whenever the halves cannot be put together as the whole transcript
+would be counted, nothing has been printed yet and the caller tallies it in one process;
+a copy that fails after that has its half counted and printed here instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
+from typing import IO, TYPE_CHECKING, Any
+
+from .app import echo, echo_json
+
+if TYPE_CHECKING:
+    from ..core.contract import TallyReport
+    from ..deliberation.halves import Context, SecondCount
+    from ..deliberation.tally import TallyParts, _Borda
+
+# Below this many lines a tally prints in a fraction of a second and a second process
+# would not pay for its start.
+TWO_CORES_FROM = 20_000
+LINES_PER_ECHO = 1000  # text lines per write, as the one-process path writes them
+# The copy's share of the lines: this process also puts the halves together and prints the
+# report's head and end.
+SECOND_SHARE = 0.47
+
+
+class _Fallback(Exception):
+    """The halves cannot be put together: tally the transcript in one process."""
+
+
+def echo_lines(lines: Iterable[str], start: int = 0) -> None:
+    """``lines`` printed LINES_PER_ECHO to a write, the writes ending where the
+    one-process path's end when the first of them is the report's line ``start``."""
+    chunk: list[str] = []
+    at = start
+    for line in lines:
+        chunk.append(line)
+        at += 1
+        if at % LINES_PER_ECHO == 0:
+            echo("\n".join(chunk))
+            chunk.clear()
+    if chunk:
+        echo("\n".join(chunk))
+
+
+def tallied_on_two_cores(lines: Sequence[str], source: str, as_json: bool) -> bool | None:
+    """Tally and print the transcript ``lines`` on two cores; the report's ``valid``, or None
+    when nothing was printed and the caller is to tally it in one process."""
+    if not hasattr(os, "fork") or len(lines) < TWO_CORES_FROM or not _stdout_is_fd_1():
+        return None
+    from ..deliberation.dsl import phase_after
+
+    split = len(lines) - int(len(lines) * SECOND_SHARE)
+    # Read here, before the fork: the copy never touches the first half's lines.
+    phase = phase_after(lines[:split])
+    to_parent, from_child = _pipe()
+    to_child, from_parent = _pipe()
+    with tempfile.TemporaryFile() as spool:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError:
+            return None
+        if pid == 0:
+            code = 1
+            try:
+                from_child.close()
+                to_child.close()
+                _second_half(lines, split, phase, as_json, from_parent, to_parent, spool)
+                code = 0
+            finally:
+                os._exit(code)
+        to_parent.close()
+        from_parent.close()
+        copy = _Copy(pid, from_child, to_child, spool)
+        try:
+            return _first_half(lines, split, phase, source, as_json, copy)
+        except _Fallback:
+            return None
+        finally:
+            copy.end()
+
+
+class _Copy:
+    """The forked copy, seen from this process: its pipes, its spool, and whether it has
+    been waited for (its process id is never signalled after that)."""
+
+    def __init__(self, pid: int, source: IO[bytes], out: IO[bytes], spool: IO[bytes]) -> None:
+        self.pid = pid
+        self.source = source
+        self.out = out
+        self.spool = spool
+
+    def send(self, message: object) -> None:
+        with contextlib.suppress(OSError):  # it has gone; its next answer is None
+            _send(self.out, message)
+
+    def receive(self) -> Any:
+        return _receive(self.source)
+
+    def finished(self) -> bool:
+        """Whether the copy printed its half into the spool (it has then exited)."""
+        if not self.pid:
+            return False
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        return os.waitstatus_to_exitcode(status) == 0
+
+    def end(self) -> None:
+        self.source.close()
+        with contextlib.suppress(OSError):
+            self.out.close()
+        if self.pid:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.pid = 0
+
+
+def _first_half(
+    lines: Sequence[str], split: int, phase: str | None, source: str, as_json: bool, copy: _Copy
+) -> bool:
+    from ..deliberation import halves
+    from ..deliberation.dsl import parse_lines
+
+    transcript, end_phase = parse_lines(lines[:split])
+    # (The copy read its half in ``phase``: the phase the first half really leaves.)
+    context = halves.first_context(transcript) if end_phase == phase else None
+    copy.send(context)
+    if context is None:
+        raise _Fallback
+    first = halves.count_first(transcript, context)
+    del transcript
+    if first is None:
+        raise _Fallback
+    second: halves.SecondCount | None = copy.receive()
+    if second is None:
+        raise _Fallback
+    merged = halves.merge(first, second)
+    copy.send(None if merged is None else merged.centred)
+    if merged is None:
+        raise _Fallback
+    rounded = halves.rounded_means(first.borda, merged.centred)
+    said = copy.receive()
+    if said is None or (halves.all_below(rounded) and said[0]):
+        raise _Fallback  # everyone below zero: the one-process tally says why
+    dissenters = halves.mark(first.borda, rounded, merged.counting) + said[1]
+    report = halves.whole_report(first, merged, second, dissenters)
+    parts = halves.parts_of(report, first.borda, context.active)
+    # The first write holds the report's head and the first rankers; the copy's rankers
+    # come after it, so the first half has more rankers than that write holds.
+    if len(parts.counted) <= LINES_PER_ECHO or _head(report, source, parts) >= LINES_PER_ECHO:
+        raise _Fallback
+    copy.send(True)  # the copy prints its half now
+
+    def second_half() -> None:
+        """The copy's rankers from its spool, or counted and printed here if it failed."""
+        if copy.finished():
+            _copy(copy.spool)
+            return
+        counted = _count_second(lines, split, phase, context)
+        if counted is None:  # (the copy counted the same lines)
+            raise RuntimeError("the second half could not be counted again")
+        borda = counted[1]
+        halves.mark(borda, halves.rounded_means(borda, merged.centred), merged.counting)
+        print_counted(halves.parts_of(report, borda, context.active), as_json)
+
+    _print_around(parts, source, as_json, second.counted, second_half)
+    return report.valid
+
+
+def _print_around(
+    parts: TallyParts, source: str, as_json: bool, others: int, second_half: Callable[[], None]
+) -> None:
+    """The report, its first half's rankers from ``parts`` and the ``others`` after them
+    printed by ``second_half`` where they go."""
+    from ..render import tally_json_chunks, tally_lines
+
+    report = parts.report
+    if as_json:
+        chunks = tally_json_chunks(report, parts)
+        held = next(chunks)
+        for data in chunks:
+            echo_json(held, nl=False)
+            held = data
+        # The last chunk: this half's last rankers, the rankers' closing, the report's end
+        # (the head, with its own closing brackets, was in the first chunk).
+        cut = held.find(b"\n  ],\n")
+        if cut:
+            echo_json(held[:cut], nl=False)
+        second_half()
+        echo_json(held[cut:], nl=False)
+        echo()
+        return
+    head = _head(report, source, parts)
+    text = tally_lines(report, source, parts)
+    mine = head + len(parts.counted)
+    echo_lines(islice(text, mine))
+    second_half()
+    echo_lines(text, mine + others)
+
+
+def print_counted(parts: TallyParts, as_json: bool) -> None:
+    """Counted ballots' lines (or JSON items, each after a comma) as the report prints
+    them after other rankers'."""
+    from ..render import _counted_json, _counted_lines
+
+    if as_json:
+        group: list[bytes] = []
+        for item in _counted_json(parts):
+            group += (b",", item)
+            if len(group) == 2 * LINES_PER_ECHO:
+                echo_json(b"".join(group), nl=False)
+                group.clear()
+        if group:
+            echo_json(b"".join(group), nl=False)
+    else:
+        echo_lines(_counted_lines(parts))
+
+
+def _head(report: TallyReport, source: str, parts: TallyParts) -> int:
+    """How many lines the report prints before its first ranker's: where two reports of one
+    ranker each first differ."""
+    from ..render import tally_lines
+
+    one = tally_lines(report, source, _view(parts, parts.counted[:1]))
+    other = tally_lines(report, source, _view(parts, parts.counted[1:2]))
+    return next(i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b)
+
+
+def _view(parts: TallyParts, counted: list[Any]) -> TallyParts:
+    from ..deliberation.tally import TallyParts
+
+    return TallyParts(parts.report, counted, parts.active, parts.tables)
+
+
+def _count_second(
+    lines: Sequence[str], split: int, phase: str | None, context: Context
+) -> tuple[SecondCount, _Borda] | None:
+    """The lines from ``split`` on, read in ``phase`` and counted against ``context``."""
+    from ..deliberation import halves
+    from ..deliberation.dsl import parse_lines
+
+    transcript, _ = parse_lines(lines[split:], split + 1, phase)
+    return halves.count_second(transcript, context)
+
+
+def _second_half(
+    lines: Sequence[str],
+    split: int,
+    phase: str | None,
+    as_json: bool,
+    from_parent: IO[bytes],
+    to_parent: IO[bytes],
+    spool: IO[bytes],
+) -> None:
+    """The copy's work: read, count and print the lines from ``split`` on."""
+    from ..deliberation import halves
+    from ..deliberation.dsl import parse_lines
+
+    transcript, _ = parse_lines(lines[split:], split + 1, phase)
+    context = _receive(from_parent)
+    if context is None:
+        return
+    counted = halves.count_second(transcript, context)
+    del transcript
+    _send(to_parent, None if counted is None else counted[0])
+    if counted is None:
+        return
+    borda = counted[1]
+    centred = _receive(from_parent)
+    if centred is None:
+        return
+    rounded = halves.rounded_means(borda, centred)
+    # Marked as if someone stands apart; the first half says whether everyone is below.
+    dissenters = halves.mark(borda, rounded, True)
+    _send(to_parent, (halves.all_below(rounded), dissenters))
+    if not _receive(from_parent):
+        return
+    os.dup2(spool.fileno(), 1)
+    print_counted(halves.parts_of(_placeholder(), borda, context.active), as_json)
+    sys.stdout.flush()
+
+
+def _placeholder() -> TallyReport:
+    from ..core.contract import TallyReport
+
+    return TallyReport.model_construct()
+
+
+def _pipe() -> tuple[IO[bytes], IO[bytes]]:
+    read, write = os.pipe()
+    return os.fdopen(write, "wb"), os.fdopen(read, "rb")
+
+
+def _send(out: IO[bytes], message: object) -> None:
+    pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
+    out.flush()
+
+
+def _receive(source: IO[bytes]) -> Any:
+    """The other process's message; None when it has gone (it says nothing more)."""
+    try:
+        return pickle.load(source)
+    except (EOFError, pickle.UnpicklingError):
+        return None
+
+
+def _waited(pid: int) -> bool:
+    """Whether the copy finished its half (it has then exited)."""
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ChildProcessError, ProcessLookupError):
+        pass
+
+
+def _copy(spool: IO[bytes]) -> None:
+    sys.stdout.flush()
+    spool.seek(0)
+    out = sys.stdout.buffer
+    shutil.copyfileobj(spool, out, 1 << 20)
+    out.flush()
+
+
+def _stdout_is_fd_1() -> bool:
+    """Whether printing goes to this process's file descriptor 1 (the copy writes there)."""
+    try:
+        return sys.stdout.fileno() == 1 and hasattr(sys.stdout, "buffer")
+    except (AttributeError, OSError, ValueError):
+        return False

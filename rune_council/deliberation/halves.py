@@ -1,0 +1,190 @@
+"""A long transcript tallied in two halves, each read and counted on its own, then put
+together into the report the whole transcript's tally makes, byte for byte.
+
+The second half is counted without the first in hand, so it holds to what makes that safe,
+and anything else is left to the ordinary tally (:func:`~.tally.tally_parts`): the second
+half is RANK lines only (and refused lines), no ``@own`` anywhere, the proposals declared,
+and no ranker of the second half ranked in the first (its last ballot would supersede one
+the first half counted). Whole numbers (the tie classes) are added up half by half; every
+float is made as the one-piece tally makes it: each proposal's Borda points are added to
+the first half's totals one by one, in line order, and the mean correlations of both halves
+are read from the same merged classes.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from functools import reduce
+from operator import add
+
+from ..core.contract import DroppedLine, TallyReport
+from . import concordance
+from .dsl import Transcript
+from .tally import (
+    COMPLETE_METHOD,
+    MIN_RANKERS_FOR_DISSENT,
+    ROUNDING,
+    Counted,
+    TallyParts,
+    _admitted,
+    _Borda,
+    _borda,
+    _consensus,
+    _dropped,
+    _last_rankings,
+    _mark,
+    _report,
+    _Setup,
+    _setup,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What the second half is counted against, from the first half's reading."""
+
+    known: frozenset[str]  # the declared proposals
+    active: tuple[str, ...]  # the proposals in play, numbered as the rankings number them
+    gone: frozenset[str]  # what policy pruned
+
+
+@dataclass(slots=True)
+class SecondCount:
+    """What the first half needs of the second half's count: whole numbers and the points
+    in line order, the lines it refused, and who ranked in it."""
+
+    speakers: list[str]  # every ranker with a RANK that counts at all, superseded or not
+    dropped: list[tuple[int, str, str, str | None]]
+    ranked: int  # counted ballots with something left to rank
+    counted: int
+    classes: concordance.TieClasses
+    points: list[array[float]]
+
+
+@dataclass(slots=True)
+class First:
+    """The first half's tally so far."""
+
+    setup: _Setup
+    borda: _Borda
+    speakers: set[str]
+
+
+def first_context(first: Transcript) -> Context | None:
+    """What the second half is to be counted against, read from the first half's moves but
+    its RANK lines, which change none of it once the proposals are declared (the first half
+    holds every move but RANK lines, or the second half says it cannot be split); None when
+    the transcript is not one this module can split (the ordinary tally reads it)."""
+    if first.own:
+        return None
+    setup = _setup(Transcript(moves=[m for m in first.moves if m.verb != "RANK"]))
+    return _context(setup) if setup.declared else None
+
+
+def _context(setup: _Setup) -> Context:
+    return Context(frozenset(setup.proposals), tuple(setup.active), frozenset(setup.gone))
+
+
+def count_first(first: Transcript, context: Context) -> First | None:
+    """The first half's ballots counted (None if it was not read as ``context`` says)."""
+    setup = _setup(first)
+    if _context(setup) != context:
+        return None
+    speakers = {m.speaker or f"line-{m.line}" for m in setup.moves if m.verb == "RANK"}
+    rank_moves = _last_rankings(setup.moves, {}, setup.dropped)
+    borda = _borda(rank_moves, setup.active, setup.gone, classes=True)
+    return First(setup, borda, speakers)
+
+
+def count_second(second: Transcript, context: Context) -> tuple[SecondCount, _Borda] | None:
+    """The second half counted against ``context``; None when it holds anything but RANK
+    lines and refused ones."""
+    if second.own or second.errors or any(m.verb != "RANK" for m in second.moves):
+        return None
+    dropped = [_dropped(d) for d in second.dropped]
+    moves = _admitted(second.moves, set(context.known), dropped)
+    speakers = [m.speaker or f"line-{m.line}" for m in moves]
+    rank_moves = _last_rankings(moves, {}, dropped)
+    points: list[array[float]] = [array("d") for _ in context.active]
+    borda = _borda(rank_moves, list(context.active), set(context.gone), classes=True, points=points)
+    count = SecondCount(
+        speakers=speakers,
+        dropped=[(d.line, d.text, d.reason, d.source) for d in dropped],
+        ranked=sum(1 for b in borda.ballots if b),
+        counted=len(borda.rankers),
+        classes=borda.classes or {},
+        points=points,
+    )
+    return count, borda
+
+
+@dataclass(slots=True)
+class Merged:
+    """Both halves' counts put together: the totals and W of the whole transcript, and
+    what each half's mean correlations are read from."""
+
+    totals: list[float]
+    w: float | None
+    centred: concordance.Centred
+    ranked: int
+    counting: bool
+
+
+def merge(first: First, second: SecondCount) -> Merged | None:
+    """None when the halves cannot be put together as the whole would be counted: a ranker
+    of the second half ranked in the first, or too few rankings or proposals for every
+    ranker's correlation to be defined (the ordinary tally says why)."""
+    if first.speakers.intersection(second.speakers):
+        return None
+    n = len(first.setup.active)
+    ranked = sum(1 for b in first.borda.ballots if b) + second.ranked
+    if ranked < MIN_RANKERS_FOR_DISSENT or n < 2:
+        return None
+    # Each total goes on from where the first half left it, one point at a time, in line
+    # order: the same additions, in the same order, as the one-piece tally's.
+    totals = [
+        reduce(add, points, total)
+        for total, points in zip(first.borda.totals, second.points, strict=True)
+    ]
+    classes = concordance.merge_classes(first.borda.classes or {}, second.classes)
+    w, centred = concordance.concordance_base(classes, ranked, n)
+    return Merged(totals, w, centred, ranked, True)
+
+
+def rounded_means(borda: _Borda, centred: concordance.Centred) -> list[float | None]:
+    """Each placed ballot's mean correlation, rounded as the tally rounds it for dissent."""
+    means = concordance.mean_correlations([r for r in borda.rows if r.items], centred)
+    return [None if mean is None else round(mean, ROUNDING) for mean in means]
+
+
+def all_below(rounded: list[float | None]) -> bool:
+    return all(m is not None and m < 0 for m in rounded)
+
+
+def mark(borda: _Borda, rounded: list[float | None], counting: bool) -> list[str]:
+    """A half's dissenters, once it is known that not every ranker is below zero (then
+    nobody would stand apart, and the ordinary tally says why)."""
+    placed = [c for c, levels in zip(borda.rankers, borda.ballots, strict=True) if levels]
+    below = [m is not None and m < 0 for m in rounded]
+    return _mark(placed, rounded, below, counting)
+
+
+def whole_report(
+    first: First, merged: Merged, second: SecondCount, dissenters: list[str]
+) -> TallyReport:
+    """The report of the whole transcript (every field but the rankers' details)."""
+    setup = first.setup
+    setup.dropped += [
+        DroppedLine(line=line, text=text, reason=reason, source=source)
+        for line, text, reason, source in second.dropped
+    ]
+    consensus = _consensus(merged.w, COMPLETE_METHOD, merged.ranked, len(setup.active))
+    counted = bool(first.borda.rankers) or second.counted > 0
+    return _report(setup, merged.totals, counted, consensus, dissenters)
+
+
+def parts_of(report: TallyReport, borda: _Borda, active: tuple[str, ...] | list[str]) -> TallyParts:
+    """One half's counted ballots, to be printed as the whole report prints them."""
+    rankers: list[Counted] = borda.rankers
+    return TallyParts(report, rankers, list(active), borda.points_of)
