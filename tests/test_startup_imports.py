@@ -306,6 +306,8 @@ def test_a_single_pass_builds_only_the_models_it_validates_or_writes(
     # (there is none), the deliberation's results (a single pass has none) ...
     assert "rune_council.council.intake.AskDefaults" not in built
     assert "rune_council.config.CouncilFile" not in built
+    # ... the formats an endpoint refused before (none was: there is no such file) ...
+    assert "rune_council.endpoints.formats.FormatsFile" not in built
     for unused in ("Deliberation", "VoteResult", "RankResult", "Synthesis", "RiskRegister"):
         assert contract + unused not in built
     # ... nor what the council fills from its own values (the settings it merged, a voice's

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..config import user_config_dir
 from ..core.contract import ResponseFormatKind
 from ..core.errors import CouncilError
+from ..core.made import made
 from ..core.safetext import one_line
 from ..files import atomic_write_json
 from ..safefile import read_capped
@@ -34,8 +35,10 @@ MAX_ENTRIES = 500
 _CAP = 2_000_000
 
 
+# Both are built on first use: a machine that has never had a format refused has no file,
+# and its councils never validate one.
 class FormatEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     base_url: str = Field(max_length=2000)
     model: str = Field(max_length=500)
@@ -45,7 +48,7 @@ class FormatEntry(BaseModel):
 
 
 class FormatsFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     schema_version: Literal["1"] = "1"
     entries: list[FormatEntry] = Field(default_factory=list)
@@ -87,10 +90,10 @@ class UserFormatMemory:
         try:
             raw, cut = read_capped(self.path, _CAP)
             if cut:
-                return FormatsFile()
+                return made(FormatsFile)
             return FormatsFile.model_validate_json(raw)
         except (OSError, ValidationError, ValueError):
-            return FormatsFile()
+            return made(FormatsFile)  # nothing remembered: every field at its default
 
     def recall(self, base_url: str, model: str) -> ResponseFormatKind | None:
         now = self._moment()
