@@ -1,14 +1,16 @@
 """What a council needs once its voices have answered, loaded while they think.
 
 Judging the answers (GATE -> NORMALIZE -> ARBITRATE, the fuzzy matcher under them, their
-record classes) takes some 15-20 ms of imports that nothing before it needs. A council
-spends most of its wall time waiting for its voices, so a thread loads them then, while the
-event loop waits on its sockets: the wait hides them. The thread only imports modules and
-makes their classes (both are safe from any thread: imports under the import lock, records
-under their own), shares nothing else with the council, and never decides anything: the
-council imports what it needs itself when it gets there, which simply waits for an import
-the thread has under way and costs nothing once it is done. Whatever goes wrong in the
-thread is dropped with it, and the council's own import meets it again and reports it.
+record classes) takes some 15-20 ms of imports that nothing before it needs, and reading the
+answers and completing the verdict build two models' validators (5-7 ms). A council spends
+most of its wall time waiting for its voices, so a thread does this then, while the event
+loop waits on its sockets: the wait hides it. The thread only imports modules, makes their
+classes and builds those validators (all safe from any thread: imports under the import
+lock, records and pydantic's models under their own), shares nothing else with the council,
+and never decides anything: the council imports and validates what it needs itself when it
+gets there, which simply waits for what the thread has under way and costs nothing once it
+is done. Whatever goes wrong in the thread is dropped with it, and the council's own import
+meets it again and reports it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ AFTER_ANSWERS = (
     "rune_council.stages.places",
     "rune_council.deliberation.metadata",
 )
+# The models every single pass validates once its voices answer (their answers, and the
+# verdict's metadata as it completes): their validators are built here, ahead of it.
+AFTER_ANSWERS_MODELS = ("VoiceAnswer", "VerdictMetadata")
 # How often the thread looks whether the event loop is waiting, and for how long at most.
 POLL_S = 0.002
 MAX_WAIT_S = 5.0
@@ -77,5 +82,12 @@ class Warmup:
                 if self._stop.is_set():
                     return
                 make_all(vars(importlib.import_module(name)))
+            contract = importlib.import_module("rune_council.core.contract")
+            for model in AFTER_ANSWERS_MODELS:
+                if self._stop.is_set():
+                    return
+                # Built under pydantic's own lock: a council validating one meanwhile
+                # waits for it and uses it.
+                getattr(contract, model).model_rebuild()
         except BaseException:  # the council's own import meets it again and reports it
             return
