@@ -21,6 +21,7 @@ import hashlib
 import os
 import sys
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +42,12 @@ if TYPE_CHECKING:
 # all the rest of a rewrite.
 FINAL_STATUSES: frozenset[str] = ENDED_STATUSES
 ARTIFACT_SUFFIX = ".artifact"
+# Intermediate versions asked for on an event loop are made at most this often: a burst of
+# changes (a stage's voices ending one after another, a round closing and the next one
+# starting) becomes one version holding all of them instead of one per pass of the loop,
+# each made from the whole run on the council's thread. A change after a quiet moment is
+# still made once the loop has finished its pass; none waits longer than this.
+VERSION_SPACING_S = 0.05
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -104,12 +111,13 @@ class RunRecorder:
         self._writer: ThreadPoolExecutor | None = None
         self._queued: list[Future[None]] = []
         # An intermediate version asked for on an event loop's thread is made once the loop
-        # finishes what it is doing: the changes made in one pass of the loop (five voices
-        # started, a stage's last answer and the round's next step) become one version
-        # instead of one each, each made from the whole run. Nothing can be seen in between:
-        # no process runs and no reader is answered until the loop gets back to waiting.
+        # finishes what it is doing, and no sooner than VERSION_SPACING_S after the version
+        # before: the changes made meanwhile (five voices started, a stage's last answers and
+        # the round's next step) become one version instead of one each, each made from the
+        # whole run.
         self._pending: CouncilResult | None = None
         self._pending_on: tuple[asyncio.AbstractEventLoop, asyncio.Handle] | None = None
+        self._made_at = float("-inf")  # when the last of them was made (time.monotonic)
 
     def write(self, result: CouncilResult) -> None:
         # A last net under every redaction upstream: no secret in play and no URL
@@ -133,7 +141,13 @@ class RunRecorder:
             self._pending = result
             if self._pending_on is None or self._pending_on[0] is not loop:
                 self._drop_pending(keep=True)
-                self._pending_on = (loop, loop.call_soon(self._write_pending))
+                wait = self._made_at + VERSION_SPACING_S - time.monotonic()
+                handle = (
+                    loop.call_later(wait, self._write_pending)
+                    if wait > 0
+                    else loop.call_soon(self._write_pending)
+                )
+                self._pending_on = (loop, handle)
 
     def flush(self) -> None:
         """Wait until every version handed to ``write`` is on disk; a failed write raises."""
@@ -149,6 +163,7 @@ class RunRecorder:
             pending = self._pending
             self._pending = self._pending_on = None
             if pending is not None:
+                self._made_at = time.monotonic()
                 self._queue(pending)
 
     def _drop_pending(self, *, keep: bool = False) -> None:

@@ -208,6 +208,13 @@ class _Aftercare:
         if self.timer is None:
             self.timer = self.loop.call_later(AFTERCARE_DELAY_S, self.start)
 
+    def postpone(self) -> None:
+        """A voice was just started: the next ones of its stage are being started too, so
+        what waits is done once they are, not between them."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = self.loop.call_later(AFTERCARE_DELAY_S, self.start)
+
     def start(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
@@ -464,6 +471,9 @@ class _Run:
                 )
                 lineage.spawned_roots.add(proc.pid)
                 lineage.track(self.marker, proc.pid, guarded=setup is None)
+                care = _aftercare.get()
+                if care is not None:
+                    care.postpone()
             finally:
                 for fd in (in_r, out_w, err_w):
                     os.close(fd)
