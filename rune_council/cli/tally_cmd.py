@@ -45,7 +45,7 @@ def tally_command(
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the tally as JSON.")] = False,
 ) -> None:
-    from ..deliberation.dsl import parse_lines
+    from ..deliberation.dsl import parse
     from ..deliberation.tally import tally_parts
     from ..render import tally_json_chunks, tally_lines
 
@@ -70,17 +70,17 @@ def tally_command(
     # would walk them again and again (a third of the time at 100,000 lines). This process
     # ends after one tally.
     gc.disable()
-    lines = _transcript_from(raw).splitlines()
-    del raw  # the moves keep what they need of the text
+    text = _transcript_from(raw)
+    del raw
     from .tally_two import tallied_on_two_cores
 
-    valid = tallied_on_two_cores(lines, source, as_json)
+    valid = tallied_on_two_cores(text, source, as_json)
     if valid is not None:
         if not valid:
             raise typer.Exit(ExitCode.NO_VERDICT)
         return
-    transcript = parse_lines(lines)[0]
-    del lines
+    transcript = parse(text)
+    del text  # the moves keep what they need of the text
     # Each ranker's detail is made as it is printed, so a long tally never holds them all.
     parts = tally_parts(transcript)
     del transcript

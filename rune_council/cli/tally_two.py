@@ -17,11 +17,13 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
 import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from itertools import islice
 from typing import IO, TYPE_CHECKING, Any
 
@@ -60,16 +62,50 @@ def echo_lines(lines: Iterable[str], start: int = 0) -> None:
         echo("\n".join(chunk))
 
 
-def tallied_on_two_cores(lines: Sequence[str], source: str, as_json: bool) -> bool | None:
-    """Tally and print the transcript ``lines`` on two cores; the report's ``valid``, or None
-    when nothing was printed and the caller is to tally it in one process."""
-    if not hasattr(os, "fork") or len(lines) < TWO_CORES_FROM or not _stdout_is_fd_1():
-        return None
-    from ..deliberation.dsl import phase_after
+# What ``str.splitlines`` ends a line at besides "\n" (and "\r\n"): a transcript holding
+# one is split at its lines' starts by counting "\n" only when it holds none.
+_OTHER_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_PHASE_LINES = re.compile(r"^[^\n]*@phase[^\n]*$", re.MULTILINE)
 
-    split = len(lines) - int(len(lines) * SECOND_SHARE)
-    # Read here, before the fork: the copy never touches the first half's lines.
-    phase = phase_after(lines[:split])
+
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """The transcript, where its second part starts, that part's first line number and the
+    phase the first part leaves (what ``parse_lines`` needs to read the part alone)."""
+
+    text: str
+    at: int
+    line: int
+    phase: str | None
+
+    def first(self) -> list[str]:
+        return self.text[: self.at].splitlines()
+
+    def second(self) -> list[str]:
+        return self.text[self.at :].splitlines()
+
+
+def _split(text: str) -> _Split | None:
+    from ..deliberation.dsl import parse_lines
+
+    at = text.find("\n", len(text) - int(len(text) * SECOND_SHARE)) + 1
+    if at <= 0 or at == len(text) or _OTHER_BREAKS.search(text, 0, at):
+        return None
+    # Only a line that names @phase can change the phase (``phase_after``).
+    phase = parse_lines([m.group() for m in _PHASE_LINES.finditer(text, 0, at)])[1]
+    return _Split(text, at, text.count("\n", 0, at) + 1, phase)
+
+
+def tallied_on_two_cores(text: str, source: str, as_json: bool) -> bool | None:
+    """Tally and print the transcript ``text`` on two cores; the report's ``valid``, or None
+    when nothing was printed and the caller is to tally it in one process."""
+    if not hasattr(os, "fork") or not _stdout_is_fd_1() or text.count("\n") < TWO_CORES_FROM:
+        return None
+    # Split before the fork, each process making only its own part's lines: what the two
+    # share is the text, which neither writes to.
+    split = _split(text)
+    if split is None:
+        return None
     to_parent, from_child = _pipe()
     to_child, from_parent = _pipe()
     with tempfile.TemporaryFile() as spool:
@@ -84,7 +120,7 @@ def tallied_on_two_cores(lines: Sequence[str], source: str, as_json: bool) -> bo
             try:
                 from_child.close()
                 to_child.close()
-                _second_half(lines, split, phase, as_json, from_parent, to_parent, spool)
+                _second_half(split, as_json, from_parent, to_parent, spool)
                 code = 0
             finally:
                 os._exit(code)
@@ -92,7 +128,7 @@ def tallied_on_two_cores(lines: Sequence[str], source: str, as_json: bool) -> bo
         from_parent.close()
         copy = _Copy(pid, from_child, to_child, spool)
         try:
-            return _first_half(lines, split, phase, source, as_json, copy)
+            return _first_half(split, source, as_json, copy)
         except _Fallback:
             return None
         finally:
@@ -134,15 +170,13 @@ class _Copy:
             self.pid = 0
 
 
-def _first_half(
-    lines: Sequence[str], split: int, phase: str | None, source: str, as_json: bool, copy: _Copy
-) -> bool:
+def _first_half(split: _Split, source: str, as_json: bool, copy: _Copy) -> bool:
     from ..deliberation import halves
     from ..deliberation.dsl import parse_lines
 
-    transcript, end_phase = parse_lines(lines[:split])
-    # (The copy read its half in ``phase``: the phase the first half really leaves.)
-    context = halves.first_context(transcript) if end_phase == phase else None
+    transcript, end_phase = parse_lines(split.first())
+    # (The copy read its half in ``split.phase``: the phase the first half really leaves.)
+    context = halves.first_context(transcript) if end_phase == split.phase else None
     copy.send(context)
     if context is None:
         raise _Fallback
@@ -154,6 +188,7 @@ def _first_half(
     if second is None:
         raise _Fallback
     merged = halves.merge(first, second)
+    second.points = []  # added to the totals
     copy.send(None if merged is None else merged.centred)
     if merged is None:
         raise _Fallback
@@ -168,18 +203,20 @@ def _first_half(
     # come after it, so the first half has more rankers than that write holds.
     if len(parts.counted) <= LINES_PER_ECHO or _head(report, source, parts) >= LINES_PER_ECHO:
         raise _Fallback
-    copy.send(True)  # the copy prints its half now
+    zero = halves.zero_table(first.borda)
+    copy.send((True, zero))  # the copy prints its half now
 
     def second_half() -> None:
         """The copy's rankers from its spool, or counted and printed here if it failed."""
         if copy.finished():
             _copy(copy.spool)
             return
-        counted = _count_second(lines, split, phase, context)
+        counted = _count_second(split, context)
         if counted is None:  # (the copy counted the same lines)
             raise RuntimeError("the second half could not be counted again")
         borda = counted[1]
         halves.mark(borda, halves.rounded_means(borda, merged.centred), merged.counting)
+        halves.share_zero(borda, zero)
         print_counted(halves.parts_of(report, borda, context.active), as_json)
 
     _print_around(parts, source, as_json, second.counted, second_half)
@@ -251,21 +288,17 @@ def _view(parts: TallyParts, counted: list[Any]) -> TallyParts:
     return TallyParts(parts.report, counted, parts.active, parts.tables)
 
 
-def _count_second(
-    lines: Sequence[str], split: int, phase: str | None, context: Context
-) -> tuple[SecondCount, _Borda] | None:
-    """The lines from ``split`` on, read in ``phase`` and counted against ``context``."""
+def _count_second(split: _Split, context: Context) -> tuple[SecondCount, _Borda] | None:
+    """The second part read and counted against ``context``."""
     from ..deliberation import halves
     from ..deliberation.dsl import parse_lines
 
-    transcript, _ = parse_lines(lines[split:], split + 1, phase)
+    transcript, _ = parse_lines(split.second(), split.line, split.phase)
     return halves.count_second(transcript, context)
 
 
 def _second_half(
-    lines: Sequence[str],
-    split: int,
-    phase: str | None,
+    split: _Split,
     as_json: bool,
     from_parent: IO[bytes],
     to_parent: IO[bytes],
@@ -275,7 +308,7 @@ def _second_half(
     from ..deliberation import halves
     from ..deliberation.dsl import parse_lines
 
-    transcript, _ = parse_lines(lines[split:], split + 1, phase)
+    transcript, _ = parse_lines(split.second(), split.line, split.phase)
     context = _receive(from_parent)
     if context is None:
         return
@@ -285,6 +318,7 @@ def _second_half(
     if counted is None:
         return
     borda = counted[1]
+    del counted  # (its points, sent)
     centred = _receive(from_parent)
     if centred is None:
         return
@@ -292,8 +326,10 @@ def _second_half(
     # Marked as if someone stands apart; the first half says whether everyone is below.
     dissenters = halves.mark(borda, rounded, True)
     _send(to_parent, (halves.all_below(rounded), dissenters))
-    if not _receive(from_parent):
+    go = _receive(from_parent)
+    if not go:
         return
+    halves.share_zero(borda, go[1])
     os.dup2(spool.fileno(), 1)
     print_counted(halves.parts_of(_placeholder(), borda, context.active), as_json)
     sys.stdout.flush()
@@ -321,20 +357,6 @@ def _receive(source: IO[bytes]) -> Any:
         return pickle.load(source)
     except (EOFError, pickle.UnpicklingError):
         return None
-
-
-def _waited(pid: int) -> bool:
-    """Whether the copy finished its half (it has then exited)."""
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (ChildProcessError, ProcessLookupError):
-        pass
 
 
 def _copy(spool: IO[bytes]) -> None:

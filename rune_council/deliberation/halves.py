@@ -94,7 +94,17 @@ def count_first(first: Transcript, context: Context) -> First | None:
     speakers = {m.speaker or f"line-{m.line}" for m in setup.moves if m.verb == "RANK"}
     rank_moves = _last_rankings(setup.moves, {}, setup.dropped)
     borda = _borda(rank_moves, setup.active, setup.gone, classes=True)
+    del rank_moves
+    # The report reads no RANK move again, nor a ballot's levels: what is printed is on the
+    # counted records, and the moves of 50,000 lines are some 25 MB.
+    setup.moves = [m for m in setup.moves if m.verb != "RANK"]
+    _forget_levels(borda)
     return First(setup, borda, speakers)
+
+
+def _forget_levels(borda: _Borda) -> None:
+    """Drop the counted ballots' levels (a ballot is placed when its row ranks something)."""
+    borda.ballots = []
 
 
 def count_second(second: Transcript, context: Context) -> tuple[SecondCount, _Borda] | None:
@@ -108,10 +118,12 @@ def count_second(second: Transcript, context: Context) -> tuple[SecondCount, _Bo
     rank_moves = _last_rankings(moves, {}, dropped)
     points: list[array[float]] = [array("d") for _ in context.active]
     borda = _borda(rank_moves, list(context.active), set(context.gone), classes=True, points=points)
+    del moves, rank_moves
+    _forget_levels(borda)
     count = SecondCount(
         speakers=speakers,
         dropped=[(d.line, d.text, d.reason, d.source) for d in dropped],
-        ranked=sum(1 for b in borda.ballots if b),
+        ranked=_ranked(borda),
         counted=len(borda.rankers),
         classes=borda.classes or {},
         points=points,
@@ -138,7 +150,7 @@ def merge(first: First, second: SecondCount) -> Merged | None:
     if first.speakers.intersection(second.speakers):
         return None
     n = len(first.setup.active)
-    ranked = sum(1 for b in first.borda.ballots if b) + second.ranked
+    ranked = _ranked(first.borda) + second.ranked
     if ranked < MIN_RANKERS_FOR_DISSENT or n < 2:
         return None
     # Each total goes on from where the first half left it, one point at a time, in line
@@ -158,6 +170,11 @@ def rounded_means(borda: _Borda, centred: concordance.Centred) -> list[float | N
     return [None if mean is None else round(mean, ROUNDING) for mean in means]
 
 
+def _ranked(borda: _Borda) -> int:
+    """How many counted ballots rank something (once pruned)."""
+    return sum(1 for row in borda.rows if row.items)
+
+
 def all_below(rounded: list[float | None]) -> bool:
     return all(m is not None and m < 0 for m in rounded)
 
@@ -165,7 +182,7 @@ def all_below(rounded: list[float | None]) -> bool:
 def mark(borda: _Borda, rounded: list[float | None], counting: bool) -> list[str]:
     """A half's dissenters, once it is known that not every ranker is below zero (then
     nobody would stand apart, and the ordinary tally says why)."""
-    placed = [c for c, levels in zip(borda.rankers, borda.ballots, strict=True) if levels]
+    placed = [c for c, row in zip(borda.rankers, borda.rows, strict=True) if row.items]
     below = [m is not None and m < 0 for m in rounded]
     return _mark(placed, rounded, below, counting)
 
@@ -182,6 +199,19 @@ def whole_report(
     consensus = _consensus(merged.w, COMPLETE_METHOD, merged.ranked, len(setup.active))
     counted = bool(first.borda.rankers) or second.counted > 0
     return _report(setup, merged.totals, counted, consensus, dissenters)
+
+
+def zero_table(borda: _Borda) -> list[float] | None:
+    """The points table of a zero conf, if a ballot had one: ``0`` and ``-0`` are one key of
+    the tables, so the whole tally prints every zero-conf ballot's points from the first
+    one's table (``-0`` or ``0``), which the first half may hold."""
+    return borda.points_of.get(0.0)
+
+
+def share_zero(borda: _Borda, table: list[float] | None) -> None:
+    """The second half's zero-conf ballots printed from the first half's ``table``."""
+    if table is not None and 0.0 in borda.points_of:
+        borda.points_of[0.0] = table
 
 
 def parts_of(report: TallyReport, borda: _Borda, active: tuple[str, ...] | list[str]) -> TallyParts:
