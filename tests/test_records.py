@@ -174,3 +174,26 @@ def test_a_class_with_its_own_init_is_made_at_once() -> None:
 class Sample:
     n: int
     items: list[str] = field(default_factory=list)
+
+
+def test_every_record_in_the_package_is_one_dataclass_accepts() -> None:
+    """A class is only made on first use: this makes each one the package defines now, so
+    one ``dataclass`` would refuse fails here rather than in some user's council."""
+    import importlib
+    import pkgutil
+
+    import rune_council
+
+    records: set[type] = set()
+    for info in pkgutil.walk_packages(rune_council.__path__, "rune_council."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        records |= {
+            value
+            for value in list(vars(module).values())
+            if isinstance(value, type) and "__record_params__" in value.__dict__
+        }
+    assert len(records) >= 40  # those nothing has made by merely importing the package
+    for cls in records:
+        assert dataclasses.is_dataclass(make(cls)), cls

@@ -12,9 +12,11 @@ pydantic). Until then no instance exists, so nothing can tell it from a dataclas
 its instances do.
 
 The type checker sees ``dataclasses.dataclass`` itself. A class that needs its generated
-methods before any instance exists (``functools.total_ordering``), that defines its own
-``__new__``, ``__init__`` or ``__setstate__``, or that asks for ``slots`` (for which
-``dataclass`` makes a new class) is made at once, as ``dataclass`` would.
+methods before any instance exists (one under ``functools.total_ordering``) is written with
+``dataclass``; one that defines its own ``__new__``, ``__init__`` or ``__setstate__``, or asks
+for ``slots`` (for which ``dataclass`` makes a new class), is made at once, as ``dataclass``
+would. A class ``dataclass`` refuses (a field without a default after one with) is refused
+at its first use instead of at import, so a test makes every one in the package.
 """
 
 from __future__ import annotations
