@@ -17,13 +17,12 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import re
 import shutil
 import signal
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import IO, TYPE_CHECKING, Any
 
@@ -62,10 +61,9 @@ def echo_lines(lines: Iterable[str], start: int = 0) -> None:
         echo("\n".join(chunk))
 
 
-# What ``str.splitlines`` ends a line at besides "\n" (and "\r\n"): a transcript holding
-# one is split at its lines' starts by counting "\n" only when it holds none.
-_OTHER_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
-_PHASE_LINES = re.compile(r"^[^\n]*@phase[^\n]*$", re.MULTILINE)
+# What ``str.splitlines`` ends a line at besides "\n" and "\r\n": a transcript holding one
+# is not split, its lines' numbers are counted by "\n" only.
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +87,18 @@ def _split(text: str) -> _Split | None:
     from ..deliberation.dsl import parse_lines
 
     at = text.find("\n", len(text) - int(len(text) * SECOND_SHARE)) + 1
-    if at <= 0 or at == len(text) or _OTHER_BREAKS.search(text, 0, at):
+    if at <= 0 or at == len(text) or text.count("\r", 0, at) != text.count("\r\n", 0, at):
+        return None
+    if any(text.find(other, 0, at) >= 0 for other in _OTHER_BREAKS):
         return None
     # Only a line that names @phase can change the phase (``phase_after``).
-    phase = parse_lines([m.group() for m in _PHASE_LINES.finditer(text, 0, at)])[1]
-    return _Split(text, at, text.count("\n", 0, at) + 1, phase)
+    named: list[str] = []
+    found = text.find("@phase", 0, at)
+    while found >= 0:
+        end = text.find("\n", found)  # (the part ends with a newline)
+        named.append(text[text.rfind("\n", 0, found) + 1 : end])
+        found = text.find("@phase", end, at)
+    return _Split(text, at, text.count("\n", 0, at) + 1, parse_lines(named)[1])
 
 
 def tallied_on_two_cores(text: str, source: str, as_json: bool) -> bool | None:
@@ -184,7 +189,7 @@ def _first_half(split: _Split, source: str, as_json: bool, copy: _Copy) -> bool:
     del transcript
     if first is None:
         raise _Fallback
-    second: halves.SecondCount | None = copy.receive()
+    second = _receive_count(copy.source)
     if second is None:
         raise _Fallback
     merged = halves.merge(first, second)
@@ -314,9 +319,10 @@ def _second_half(
         return
     counted = halves.count_second(transcript, context)
     del transcript
-    _send(to_parent, None if counted is None else counted[0])
     if counted is None:
+        _send(to_parent, None)
         return
+    _send_count(to_parent, counted[0])
     borda = counted[1]
     del counted  # (its points, sent)
     centred = _receive(from_parent)
@@ -349,6 +355,33 @@ def _pipe() -> tuple[IO[bytes], IO[bytes]]:
 def _send(out: IO[bytes], message: object) -> None:
     pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
     out.flush()
+
+
+def _send_count(out: IO[bytes], count: SecondCount) -> None:
+    """The second half's count, its points written as the arrays' own bytes: pickling them
+    would hold a copy of some 11 MB on each side."""
+    points = count.points
+    _send(out, (replace(count, points=[]), [len(column) for column in points]))
+    for column in points:
+        column.tofile(out)
+    out.flush()
+
+
+def _receive_count(source: IO[bytes]) -> SecondCount | None:
+    from array import array
+
+    got = _receive(source)
+    if got is None:
+        return None
+    count, lengths = got
+    try:
+        for length in lengths:
+            column = array("d")
+            column.fromfile(source, length)
+            count.points.append(column)
+    except EOFError:
+        return None
+    return count  # type: ignore[no-any-return]
 
 
 def _receive(source: IO[bytes]) -> Any:

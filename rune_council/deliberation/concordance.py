@@ -115,11 +115,16 @@ def place(
         else:
             items = list(map(index.__getitem__, chain.from_iterable(ballot)))
     except KeyError:
-        if levels is not None and all(x in index for x in chain.from_iterable(ballot)):
-            for level in ballot:
-                if level not in levels:
-                    levels[level] = bytes(map(index.__getitem__, level))
-            return place(ballot, index, n, small=small, levels=levels)
+        if levels is not None:
+            # Levels not seen before are read once; a label not in ``index`` is left out below.
+            try:
+                for level in ballot:
+                    if level not in levels:
+                        levels[level] = bytes(map(index.__getitem__, level))
+            except KeyError:
+                pass
+            else:
+                return place(ballot, index, n, small=small, levels=levels)
         known = [kept for level in ballot if (kept := [x for x in level if x in index])]
         return place(known, index, n, small=small)
     at = len(items)
