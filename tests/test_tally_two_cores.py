@@ -190,3 +190,29 @@ def test_many_proposals_count_apart_as_in_one_process(tmp_path: Path, extra: lis
     two, said = _run("two", path, *extra)
     assert "two cores: True" in said
     assert two == one
+
+
+TEXTS = {
+    # Lines ended by "\r\n": split, and numbered, as str.splitlines numbers them.
+    "crlf": (lambda text: text.replace("\n", "\r\n"), True),
+    # A line break only str.splitlines knows, in the first half: read in one piece.
+    "line separator": (lambda text: text.replace('p1"\n', 'p1"\u2028\n', 1), False),
+    "lone carriage return": (lambda text: text.replace('p1"\n', 'p1"\r \n', 1), False),
+    # "@phase" in a note is no directive; a real one in the first half is.
+    "phase in a note": (
+        lambda text: text.replace('"proposal p1"', '"@phase vote"', 1),
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TEXTS))
+def test_how_the_text_is_split_into_halves(tmp_path: Path, case: str) -> None:
+    change, apart = TEXTS[case]
+    path = tmp_path / "ranks.dsl"
+    path.write_bytes(change(_transcript(TWO_CORES_FROM + 10, seed=9)).encode())
+    one, _ = _run("one", path)
+    two, said = _run("two", path)
+    assert f"two cores: {apart}" in said
+    assert two == one
+    assert b"line 20020" in one  # (line numbers as the whole file numbers them)
