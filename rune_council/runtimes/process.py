@@ -4,7 +4,9 @@ Everything a council member's CLI can do wrong at the process level ends up here
 ignore SIGTERM, flood its output, fork helpers that outlive it, exit while a helper still
 holds its stdout, or fail to start at all. ``run_process`` turns each of those into a
 ``ProcessResult`` instead of an exception or a stuck await, and guarantees that when it
-returns (or is cancelled) nothing it started is still running.
+returns (or is cancelled) nothing it started is still running; inside an ``aftercare``
+block, that holds when the block ends, and a voice that ended cleanly is finished with just
+after its reply is used.
 
 The pipes are created here with ``os.pipe()`` rather than by asyncio's ``PIPE``: owning the
 read and write transports lets us drop them the moment we decide the run is over, even if
