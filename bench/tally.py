@@ -15,7 +15,10 @@ subset of the proposals with occasional ties and a confidence.
    and as ``--json`` (about 40 MB and 90 MB printed, to /dev/null): wall time and peak memory
    (``wait4``), the printed report included. The floor is the same process of the baseline
    revision (``git archive`` into a temp dir, run with PYTHONPATH), interleaved with the
-   current code in the same run. Target: at most 0.5 x the baseline's time, 200 MB. Then
+   current code in the same run. Target: at most 0.5 x the baseline's time, 200 MB. The
+   command forks a copy that reads, counts and prints the second half of the lines; the
+   peak printed beside the time is the larger of the two processes (``wait4``), and a run of
+   its own samples each one's peak and both together (PSS). Then
    where the time goes: each step's processor time in-process (import, read, parse, tally,
    rendering the text lines, rendering the JSON chunks), both revisions, interleaved.
 3. The rank stage's design (``@own``: every ranker's own proposal is unseen, so the rankings
@@ -141,6 +144,44 @@ def process(args: list[str], code: Path | None = None) -> tuple[float, int, int]
     return wall, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
 
 
+def memory(args: list[str], code: Path | None = None) -> tuple[int, int, int] | None:
+    """The peak resident memory (MB) of a ``rune council ...`` process and of the copy a long
+    tally forks, and the peak of both together counted once (PSS: a page they share is
+    split between them), sampled from /proc every 10 ms in a run of its own (sampling
+    costs time); None where there is no /proc."""
+    if not Path("/proc/self/smaps_rollup").exists():
+        return None
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rune_council.cli", *args],
+        stdout=subprocess.DEVNULL,
+        cwd=code or ROOT,
+        env=env,
+    )
+
+    def kb(pid: int, name: str) -> int:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                return next((int(x.split()[1]) for x in f if x.startswith(name + ":")), 0)
+        except OSError:
+            return 0
+
+    parent = copy = both = 0
+    while proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                kids = [int(x) for x in f.read().split()]
+        except OSError:
+            kids = []
+        parent = max(parent, kb(proc.pid, "Rss"))
+        copy = max([copy, *(kb(k, "Rss") for k in kids)])
+        both = max(both, kb(proc.pid, "Pss") + sum(kb(k, "Pss") for k in kids))
+        time.sleep(0.01)
+    return parent // 1024, copy // 1024, both // 1024
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="one repeat, fewer baselines")
@@ -199,6 +240,14 @@ def measure(quick: bool, repeat: int, baseline: str, tmp: Path) -> None:
         print(f"   {shown:<30} {spread(now)}, peak {max(peaks)} MB, exit {code}")
         print(f"   {'  ' + baseline:<30} {spread(then)}")
         print(f"   {'  ratio':<30} x{ratio:.2f} (target x0.50, peak 200 MB)")
+        sampled = memory(["council", "tally", str(big), *extra])
+        floor = memory(["council", "tally", str(big), *extra], old)
+        if sampled is not None and floor is not None:
+            parent, copy, both = sampled
+            print(
+                f"   {'  memory, sampled':<30} {parent} MB, the forked copy {copy} MB, "
+                f"{both} MB together (PSS); {baseline} {floor[0]} MB"
+            )
 
     print(
         "   where the time goes, in-process (processor seconds, the collector off as the "
