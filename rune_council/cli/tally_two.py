@@ -185,6 +185,9 @@ def _first_half(split: _Split, source: str, as_json: bool, copy: _Copy) -> bool:
     copy.send(context)
     if context is None:
         raise _Fallback
+    theirs = copy.receive()
+    if theirs is None or not halves.apart(transcript, theirs):
+        raise _Fallback  # a ranker of the first half ranks again in the second
     first = halves.count_first(transcript, context)
     del transcript
     if first is None:
@@ -314,6 +317,7 @@ def _second_half(
     from ..deliberation.dsl import parse_lines
 
     transcript, _ = parse_lines(split.second(), split.line, split.phase)
+    _send(to_parent, halves.rankers(transcript))
     context = _receive(from_parent)
     if context is None:
         return

@@ -54,7 +54,6 @@ class SecondCount:
     """What the first half needs of the second half's count: whole numbers and the points
     in line order, the lines it refused, and who ranked in it."""
 
-    speakers: list[str]  # every ranker with a RANK that counts at all, superseded or not
     dropped: list[tuple[int, str, str, str | None]]
     ranked: int  # counted ballots with something left to rank
     counted: int
@@ -68,7 +67,6 @@ class First:
 
     setup: _Setup
     borda: _Borda
-    speakers: set[str]
 
 
 def first_context(first: Transcript) -> Context | None:
@@ -91,7 +89,6 @@ def count_first(first: Transcript, context: Context) -> First | None:
     setup = _setup(first)
     if _context(setup) != context:
         return None
-    speakers = {m.speaker or f"line-{m.line}" for m in setup.moves if m.verb == "RANK"}
     rank_moves = _last_rankings(setup.moves, {}, setup.dropped)
     borda = _borda(rank_moves, setup.active, setup.gone, classes=True)
     del rank_moves
@@ -99,12 +96,24 @@ def count_first(first: Transcript, context: Context) -> First | None:
     # counted records, and the moves of 50,000 lines are some 25 MB.
     setup.moves = [m for m in setup.moves if m.verb != "RANK"]
     _forget_levels(borda)
-    return First(setup, borda, speakers)
+    return First(setup, borda)
 
 
 def _forget_levels(borda: _Borda) -> None:
     """Drop the counted ballots' levels (a ballot is placed when its row ranks something)."""
     borda.ballots = []
+
+
+def rankers(half: Transcript) -> list[str]:
+    """Who sent a RANK in ``half`` (counted or not)."""
+    return [m.speaker or f"line-{m.line}" for m in half.moves if m.verb == "RANK"]
+
+
+def apart(first: Transcript, second: list[str]) -> bool:
+    """Whether no ranker of the second half (``rankers``) sent a RANK in the first: its
+    last ballot would supersede one the first half counts. (A RANK that is not counted
+    would not, so this is stricter than it need be; such a transcript is tallied whole.)"""
+    return set(rankers(first)).isdisjoint(second)
 
 
 def count_second(second: Transcript, context: Context) -> tuple[SecondCount, _Borda] | None:
@@ -114,14 +123,12 @@ def count_second(second: Transcript, context: Context) -> tuple[SecondCount, _Bo
         return None
     dropped = [_dropped(d) for d in second.dropped]
     moves = _admitted(second.moves, set(context.known), dropped)
-    speakers = [m.speaker or f"line-{m.line}" for m in moves]
     rank_moves = _last_rankings(moves, {}, dropped)
     points: list[array[float]] = [array("d") for _ in context.active]
     borda = _borda(rank_moves, list(context.active), set(context.gone), classes=True, points=points)
     del moves, rank_moves
     _forget_levels(borda)
     count = SecondCount(
-        speakers=speakers,
         dropped=[(d.line, d.text, d.reason, d.source) for d in dropped],
         ranked=_ranked(borda),
         counted=len(borda.rankers),
@@ -144,11 +151,9 @@ class Merged:
 
 
 def merge(first: First, second: SecondCount) -> Merged | None:
-    """None when the halves cannot be put together as the whole would be counted: a ranker
-    of the second half ranked in the first, or too few rankings or proposals for every
-    ranker's correlation to be defined (the ordinary tally says why)."""
-    if first.speakers.intersection(second.speakers):
-        return None
+    """None when the halves cannot be put together as the whole would be counted: too few
+    rankings or proposals for every ranker's correlation to be defined (the ordinary tally
+    says why). The halves' rankers are :func:`apart`."""
     n = len(first.setup.active)
     ranked = _ranked(first.borda) + second.ranked
     if ranked < MIN_RANKERS_FOR_DISSENT or n < 2:
