@@ -106,6 +106,8 @@ def tallied_on_two_cores(text: str, source: str, as_json: bool) -> bool | None:
     when nothing was printed and the caller is to tally it in one process."""
     if not hasattr(os, "fork") or not _stdout_is_fd_1() or text.count("\n") < TWO_CORES_FROM:
         return None
+    if hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) < 2:
+        return None  # one core to run on: a copy would only take turns with this process
     # Split before the fork, each process making only its own part's lines: what the two
     # share is the text, which neither writes to.
     split = _split(text)
