@@ -37,8 +37,12 @@ AFTER_ANSWERS = (
 # The models every single pass validates once its voices answer (their answers, and the
 # verdict's metadata as it completes): their validators are built here, ahead of it.
 AFTER_ANSWERS_MODELS = ("VoiceAnswer", "VerdictMetadata")
-# How often the thread looks whether the event loop is waiting, and for how long at most.
+# How often the thread looks whether the event loop is waiting, how long it must have been
+# waiting at every look (it waits for moments too, between sending one voice's request and
+# the next: a thread that took the interpreter then would hold up the sending by as much as
+# it saves later), and how long the thread waits for that at most.
 POLL_S = 0.002
+QUIET_S = 0.02
 MAX_WAIT_S = 5.0
 
 
@@ -47,8 +51,8 @@ class Warmup:
 
     def __init__(self) -> None:
         # The event loop's thread: while its innermost frame is the selector's, it is
-        # waiting for the voices, and the thread's imports take nothing from it. While it
-        # is working (sending the requests, reading answers), the thread waits its turn.
+        # waiting, and once it has been for a while it is waiting for the voices: the
+        # thread's imports take nothing from it then.
         self._loop_thread = threading.get_ident()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rune-council-warmup", daemon=True)
@@ -72,12 +76,27 @@ class Warmup:
             and frame.f_code.co_filename.endswith("selectors.py")
         )
 
+    def _quiet(self) -> bool:
+        """Whether the event loop was seen waiting at every look for ``QUIET_S``; False when
+        the council went on (``finish``) or ``MAX_WAIT_S`` passed first."""
+        deadline = time.monotonic() + MAX_WAIT_S
+        since: float | None = None
+        while not self._stop.wait(POLL_S):
+            moment = time.monotonic()
+            if moment > deadline:
+                return False
+            if not self._loop_is_waiting():
+                since = None
+            elif since is None:
+                since = moment
+            elif moment - since >= QUIET_S:
+                return True
+        return False
+
     def _run(self) -> None:
         try:
-            deadline = time.monotonic() + MAX_WAIT_S
-            while not self._loop_is_waiting():
-                if self._stop.wait(POLL_S) or time.monotonic() > deadline:
-                    return
+            if not self._quiet():
+                return
             for name in AFTER_ANSWERS:
                 if self._stop.is_set():
                     return
