@@ -399,9 +399,21 @@ def _receive(source: IO[bytes]) -> Any:
 
 
 def _copy(spool: IO[bytes]) -> None:
+    """The spool onto stdout: by the kernel where it can (``sendfile``), without reading
+    20 to 45 MB through this process."""
     sys.stdout.flush()
-    spool.seek(0)
     out = sys.stdout.buffer
+    out.flush()
+    size = os.fstat(spool.fileno()).st_size
+    sent = 0
+    if hasattr(os, "sendfile"):
+        with contextlib.suppress(OSError):
+            while sent < size:
+                step = os.sendfile(out.fileno(), spool.fileno(), sent, size - sent)
+                if not step:
+                    break
+                sent += step
+    spool.seek(sent)
     shutil.copyfileobj(spool, out, 1 << 20)
     out.flush()
 
