@@ -72,8 +72,10 @@ def tally_command(
     gc.disable()
     text = _transcript_from(raw)
     del raw
-    from .tally_two import tallied_on_two_cores
+    from .tally_two import echo_lines, tallied_on_two_cores
 
+    # A long transcript is read, counted and printed on two cores; what cannot be split
+    # into halves (or is short) is tallied here, in one process.
     valid = tallied_on_two_cores(text, source, as_json)
     if valid is not None:
         if not valid:
@@ -90,13 +92,6 @@ def tally_command(
             echo_json(data, nl=False)
         echo()
     else:
-        chunk: list[str] = []
-        for line in tally_lines(report, source, parts):
-            chunk.append(line)
-            if len(chunk) == 1000:
-                echo("\n".join(chunk))
-                chunk.clear()
-        if chunk:
-            echo("\n".join(chunk))
+        echo_lines(tally_lines(report, source, parts))
     if not report.valid:
         raise typer.Exit(ExitCode.NO_VERDICT)

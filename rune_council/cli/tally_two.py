@@ -1,15 +1,18 @@
 """A long ``rune council tally`` on two cores: a forked copy of this process reads, counts
 and prints the second half of the transcript while this one does the first half.
 
-Fork shares the transcript's lines with the copy, nothing is pickled but what the halves
-tell each other: the context the second half is counted against (the proposals), then its
-whole-number counts and its points in line order, the merged counts back, and who in it
-dissents (``deliberation.halves``). The copy prints its rankers' lines into a spool, through
-the same ``echo``/``echo_json`` as the one-process path, and this process copies the spool
-out between its own rankers and the end of the report: the output is byte for byte the
-one-process output. Whenever the halves cannot be put together as the whole transcript
-would be counted, nothing has been printed yet and the caller tallies it in one process;
-a copy that fails after that has its half counted and printed here instead.
+Fork shares the transcript's text with the copy (neither writes to it; each makes its own
+part's lines), and nothing is pickled but what the halves tell each other: who ranks in the
+second half, the context it is counted against (the proposals), its whole-number counts
+and its points in line order, the merged counts back, and who in it dissents
+(``deliberation.halves``). The copy prints its rankers' lines into a spool, through the
+same ``echo``/``echo_json`` as the one-process path, and this process copies the spool out
+between its own rankers and the end of the report: the output is byte for byte the
+one-process output. (A ranker's line is plain ASCII, which the printing filters leave as it
+is wherever a write starts; the writes that hold the report's head and end start where the
+one-process path's do.) Whenever the halves cannot be put together as the whole transcript
+would be counted, nothing has been printed yet and the caller tallies it in one process; a
+copy that fails after that has its half counted and printed here instead.
 """
 
 from __future__ import annotations
