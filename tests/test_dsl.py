@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from rune_council.deliberation.dsl import parse
+from rune_council.deliberation.dsl import MAX_LINE, parse, parse_lines, phase_after
 from rune_council.deliberation.tally import tally_text
 
 
@@ -134,3 +136,26 @@ def test_own_answers_are_unseen_not_last() -> None:
 def test_comments_fences_and_hash_labels() -> None:
     t = parse('```\n# a comment\nPROPOSE #slow-path "x"  # trailing comment\n```')
     assert [m.target for m in t.moves] == ["#slow-path"] and not t.dropped
+
+
+def test_the_phase_after_part_of_a_transcript_is_the_phase_its_parse_leaves() -> None:
+    # Directives among moves, in notes, indented, cut off, too long to be read, and a
+    # phase the parser does not know: the quick reading of @phase lines agrees with
+    # reading every line.
+    pieces = [
+        "@phase rank",
+        "  @phase vote  ",
+        "@phase synth\r",
+        "@phase nowhere",
+        "@phase",
+        'PROPOSE p1 "@phase critique"',
+        "x RANK p1>p2",
+        "@phase " + "x" * MAX_LINE,
+        "# @phase revise",
+        "@phase propose extra",
+    ]
+    rnd = random.Random(4)
+    for _ in range(300):
+        lines = [rnd.choice(pieces) for _ in range(rnd.randint(0, 8))]
+        text = "\n".join(lines) + "\n"
+        assert phase_after(text, len(text)) == parse_lines(text.splitlines())[1], lines

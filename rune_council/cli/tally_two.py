@@ -87,21 +87,14 @@ class _Split:
 
 
 def _split(text: str) -> _Split | None:
-    from ..deliberation.dsl import parse_lines
+    from ..deliberation.dsl import phase_after
 
     at = text.find("\n", len(text) - int(len(text) * SECOND_SHARE)) + 1
     if at <= 0 or at == len(text) or text.count("\r", 0, at) != text.count("\r\n", 0, at):
         return None
     if any(text.find(other, 0, at) >= 0 for other in _OTHER_BREAKS):
         return None
-    # Only a line that names @phase can change the phase (``phase_after``).
-    named: list[str] = []
-    found = text.find("@phase", 0, at)
-    while found >= 0:
-        end = text.find("\n", found)  # (the part ends with a newline)
-        named.append(text[text.rfind("\n", 0, found) + 1 : end])
-        found = text.find("@phase", end, at)
-    return _Split(text, at, text.count("\n", 0, at) + 1, parse_lines(named)[1])
+    return _Split(text, at, text.count("\n", 0, at) + 1, phase_after(text, at))
 
 
 def tallied_on_two_cores(text: str, source: str, as_json: bool) -> bool | None:

@@ -562,11 +562,17 @@ def parse_lines(
     return out, phase
 
 
-def phase_after(lines: Sequence[str]) -> str | None:
-    """The phase in effect after ``lines``, read without parsing the moves: only a line
-    that names ``@phase`` can change it, and ``parse_lines`` reads those lines as it reads
-    them in place (a move between them changes no phase)."""
-    return parse_lines([line for line in lines if "@phase" in line])[1]
+def phase_after(text: str, end: int) -> str | None:
+    """The phase in effect after ``text[:end]`` (which ends with a newline), read without
+    parsing the moves: only a line that names ``@phase`` can change it, and ``parse_lines``
+    reads those lines as it reads them in place (a move between them changes no phase)."""
+    named: list[str] = []
+    found = text.find("@phase", 0, end)
+    while found >= 0:
+        stop = text.find("\n", found)
+        named.append(text[text.rfind("\n", 0, found) + 1 : stop])
+        found = text.find("@phase", stop, end)
+    return parse_lines(named)[1]
 
 
 def quote(text: str) -> str:
