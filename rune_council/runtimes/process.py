@@ -202,41 +202,25 @@ class _Aftercare:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.waiting: list[_Run] = []
-        # What will finish with the waiting voices: after a moment, or in the next pass.
         self.timer: asyncio.TimerHandle | None = None
-        self.soon: asyncio.Handle | None = None
         self.running: set[asyncio.Task[None]] = set()
-        self.live = 0  # voices of the block started and not ended yet
 
-    def started(self) -> None:
+    def add(self, run: _Run) -> None:
+        self.waiting.append(run)
+        if self.timer is None:
+            self.timer = self.loop.call_later(AFTERCARE_DELAY_S, self.start)
+
+    def postpone(self) -> None:
         """A voice was just started: the next ones of its stage are being started too, so
         what waits is done once they are, not between them."""
-        self.live += 1
         if self.timer is not None:
             self.timer.cancel()
             self.timer = self.loop.call_later(AFTERCARE_DELAY_S, self.start)
 
-    def ended(self) -> None:
-        """A voice of the block was finished with before its reply."""
-        self.live -= 1
-
-    def add(self, run: _Run) -> None:
-        """``run``'s reply goes back now. While other voices still run nothing waits for
-        this one, so it is finished with in the next pass of the loop; the last to end is
-        finished with once what its reply starts has started."""
-        self.live -= 1
-        self.waiting.append(run)
-        if self.live > 0:
-            if self.soon is None:
-                self.soon = self.loop.call_soon(self.start)
-        elif self.timer is None and self.soon is None:
-            self.timer = self.loop.call_later(AFTERCARE_DELAY_S, self.start)
-
     def start(self) -> None:
-        for handle in (self.timer, self.soon):
-            if handle is not None:
-                handle.cancel()
-        self.timer = self.soon = None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         batch, self.waiting = self.waiting, []
         if batch:
             self.running.add(self.loop.create_task(_finish_all(batch)))
@@ -434,8 +418,6 @@ class _Run:
         # Set when an ``aftercare`` block finishes with it after its reply.
         self.handed_off = False
         self.tree: _ProcessTree | None = None
-        # The ``aftercare`` block it was started in, if any.
-        self.care: _Aftercare | None = None
         self._out: _Capture | None = None
         self._err: _Capture | None = None
         self._release: Callable[[], None] = lambda: None
@@ -491,9 +473,9 @@ class _Run:
                 )
                 lineage.spawned_roots.add(proc.pid)
                 lineage.track(self.marker, proc.pid, guarded=setup is None)
-                self.care = _aftercare.get()
-                if self.care is not None:
-                    self.care.started()
+                care = _aftercare.get()
+                if care is not None:
+                    care.postpone()
             finally:
                 for fd in (in_r, out_w, err_w):
                     os.close(fd)
@@ -552,7 +534,7 @@ class _Run:
             tracker.add(tree)
             exited = proc.exited
             outcome, detail, exit_code = await self._supervise(proc, exited, out, err)
-            care = self.care
+            care = _aftercare.get()
             ended_clean = (
                 exited.done() and out.closed.done() and err.closed.done() and not self.left_behind
             )
@@ -585,8 +567,6 @@ class _Run:
         finally:
             if not self.handed_off:
                 release()
-                if self.care is not None:
-                    self.care.ended()
 
     async def finish_later(self, found: list[int] | None) -> None:
         """What returning the reply left for an ``aftercare`` block: the tree killed (its
