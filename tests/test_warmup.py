@@ -133,18 +133,34 @@ def test_the_warmup_loads_the_judging_step_while_the_voices_think_and_changes_no
 def test_a_warmup_that_fails_ends_quietly_and_leaves_the_process_free_to_exit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import asyncio
     import threading
+    import time
 
     from rune_council.council import warmup
 
     monkeypatch.setattr(warmup, "AFTER_ANSWERS", ("rune_council.no_such_module",))
-    monkeypatch.setattr(warmup.Warmup, "_loop_is_waiting", lambda self: True)
     before = threading.active_count()
-    started = warmup.Warmup().start()
-    started.finish()
+
+    async def waiting() -> bool:
+        # A council waiting on its voices: the loop sits idle, the thread starts and fails.
+        started = warmup.Warmup().start()
+        await asyncio.sleep(0.2)
+        ran = started._thread.ident is not None
+        started.finish()
+        return ran
+
+    async def working() -> bool:
+        # One that never waits (voices answering at once): no thread is started at all.
+        started = warmup.Warmup().start()
+        end = time.monotonic() + 0.2
+        while time.monotonic() < end:
+            await asyncio.sleep(0)
+        ran = started._thread.ident is not None
+        started.finish()
+        return ran
+
+    assert asyncio.run(waiting()) is True
     assert threading.active_count() == before
-    # And one whose council never waited (instant voices) stops as soon as it is told to.
-    monkeypatch.setattr(warmup.Warmup, "_loop_is_waiting", lambda self: False)
-    idle = warmup.Warmup().start()
-    idle.finish()
+    assert asyncio.run(working()) is False
     assert threading.active_count() == before

@@ -3,20 +3,20 @@
 Judging the answers (GATE -> NORMALIZE -> ARBITRATE, the fuzzy matcher under them, their
 record classes) takes some 15-20 ms of imports that nothing before it needs, and reading the
 answers and completing the verdict build two models' validators (5-7 ms). A council spends
-most of its wall time waiting for its voices, so a thread does this then, while the event
-loop waits on its sockets: the wait hides it. The thread only imports modules, makes their
-classes and builds those validators (all safe from any thread: imports under the import
-lock, records and pydantic's models under their own), shares nothing else with the council,
-and never decides anything: the council imports and validates what it needs itself when it
-gets there, which simply waits for what the thread has under way and costs nothing once it
-is done. Whatever goes wrong in the thread is dropped with it, and the council's own import
-meets it again and reports it.
+most of its wall time waiting for its voices, so a thread does this then, once the council's
+event loop is seen waiting on its sockets: the wait hides it. The thread only imports
+modules, makes their classes and builds those validators (all safe from any thread: imports
+under the import lock, records and pydantic's models under their own), shares nothing else
+with the council, and never decides anything: the council imports and validates what it
+needs itself when it gets there, which simply waits for what the thread has under way and
+costs nothing once it is done. Whatever goes wrong in the thread is dropped with it, and the
+council's own import meets it again and reports it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
-import sys
 import threading
 import time
 
@@ -37,66 +37,55 @@ AFTER_ANSWERS = (
 # The models every single pass validates once its voices answer (their answers, and the
 # verdict's metadata as it completes): their validators are built here, ahead of it.
 AFTER_ANSWERS_MODELS = ("VoiceAnswer", "VerdictMetadata")
-# How often the thread looks whether the event loop is waiting, how long it must have been
-# waiting at every look (it waits for moments too, between sending one voice's request and
-# the next: a thread that took the interpreter then would hold up the sending by as much as
-# it saves later), and how long the thread waits for that at most.
-POLL_S = 0.002
-QUIET_S = 0.02
+# How the council sees that it is waiting on its voices: every ``TICK_S`` of the event loop
+# it looks how much processor time its own thread spent since the last look; under
+# ``IDLE_SHARE`` of the time that passed, it was waiting (between one voice's request and the
+# next it waits for moments too, too short to show). Only then is the thread started: one
+# that ran while the council was sending its requests would hold them up by as much as it
+# saves later. It stops looking after ``MAX_WAIT_S``.
+TICK_S = 0.02
+IDLE_SHARE = 0.1
 MAX_WAIT_S = 5.0
 
 
 class Warmup:
-    """Started as a council dispatches its voices; ``finish`` before it judges them."""
+    """Started as a council dispatches its voices (on its event loop); ``finish`` before
+    it judges them."""
 
     def __init__(self) -> None:
-        # The event loop's thread: while its innermost frame is the selector's, it is
-        # waiting, and once it has been for a while it is waiting for the voices: the
-        # thread's imports take nothing from it then.
-        self._loop_thread = threading.get_ident()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rune-council-warmup", daemon=True)
+        self._timer: asyncio.TimerHandle | None = None
 
     def start(self) -> Warmup:
-        self._thread.start()
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.time() + MAX_WAIT_S
+        self._look(loop, loop.time(), time.thread_time())
         return self
 
+    def _look(self, loop: asyncio.AbstractEventLoop, then: float, spent: float) -> None:
+        self._timer = loop.call_later(TICK_S, self._tick, loop, then, spent)
+
+    def _tick(self, loop: asyncio.AbstractEventLoop, then: float, spent: float) -> None:
+        now, cpu = loop.time(), time.thread_time()
+        if cpu - spent < IDLE_SHARE * (now - then):
+            self._timer = None
+            self._thread.start()
+        elif now < self._deadline:
+            self._look(loop, now, cpu)
+
     def finish(self) -> None:
-        """Stop waiting for an idle moment and let the thread end before the council goes
-        on: a process ends quickly only once it is the last thread left."""
+        """Stop looking, and let the thread end before the council goes on: a process ends
+        quickly only once it is the last thread left."""
         self._stop.set()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._thread.ident is not None:
             self._thread.join()
 
-    def _loop_is_waiting(self) -> bool:
-        frame = sys._current_frames().get(self._loop_thread)
-        return (
-            frame is not None
-            and frame.f_code.co_name == "select"
-            and frame.f_code.co_filename.endswith("selectors.py")
-        )
-
-    def _quiet(self) -> bool:
-        """Whether the event loop was seen waiting at every look for ``QUIET_S``; False when
-        the council went on (``finish``) or ``MAX_WAIT_S`` passed first."""
-        deadline = time.monotonic() + MAX_WAIT_S
-        since: float | None = None
-        while not self._stop.wait(POLL_S):
-            moment = time.monotonic()
-            if moment > deadline:
-                return False
-            if not self._loop_is_waiting():
-                since = None
-            elif since is None:
-                since = moment
-            elif moment - since >= QUIET_S:
-                return True
-        return False
-
     def _run(self) -> None:
         try:
-            if not self._quiet():
-                return
             for name in AFTER_ANSWERS:
                 if self._stop.is_set():
                     return
