@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ HTTP_STACK = ("httpx", "httpcore", "anyio", "h11", "h2", "certifi", "sniffio")
 
 # Third-party packages each command may load (the standard library is not listed).
 ALLOWED_PACKAGES = {
-    # typer parses the command line through pydantic; nothing else.
+    # typer parses the command line; pydantic reads the run files.
     "list": {
         "typer",
         "pydantic",
@@ -154,8 +155,11 @@ def _built():
         if m.__module__.startswith("rune_council") and m.__dict__.get("__pydantic_complete__")
     )
 def _dump():
+    import gc
     with open(os.environ["RUNE_TEST_MODULES"], "w") as out:
         json.dump(sorted(sys.modules), out)
+    with open(os.environ["RUNE_TEST_MODULES"] + ".gc", "w") as out:
+        json.dump({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}, out)
     if "pydantic" in sys.modules:
         with open(os.environ["RUNE_TEST_MODULES"] + ".built", "w") as out:
             json.dump(_built(), out)
@@ -191,6 +195,14 @@ def rune_loading(
     )
     assert out.returncode == 0, out.stderr
     return out, set(json.loads(dump.read_text()))
+
+
+def collector(tmp: Path) -> dict[str, Any]:
+    """Whether the last ``rune_loading`` process under ``tmp`` ended with its garbage
+    collector running, and how many objects it had frozen out of collections."""
+    last = max(tmp.glob("modules-*.json.gc"), key=lambda p: int(p.stem.split("-")[1][:-5]))
+    found: dict[str, Any] = json.loads(last.read_text())
+    return found
 
 
 def models_built(tmp: Path) -> set[str]:
@@ -229,6 +241,21 @@ def test_a_council_of_cli_voices_loads_no_http_client(tmp_path: Path) -> None:
     assert packages(modules) <= ALLOWED_PACKAGES["cli council"], (
         packages(modules) - ALLOWED_PACKAGES["cli council"]
     )
+
+
+def test_commands_collect_garbage_but_never_walk_what_their_imports_made(
+    tmp_path: Path,
+) -> None:
+    # What a command's imports make lives as long as the process: kept out of every
+    # collection (frozen), while what the command makes next is still collected, so a
+    # long-running command does not grow.
+    install_fake(tmp_path / "bin", "claude", answer=answer(QUESTION, "NO", [ROLLBACK]))
+    install_fake(tmp_path / "bin", "gemini", answer=answer(QUESTION, "NO", [ROLLBACK]))
+    for args in (("council", "--json", "--n", "2", QUESTION), ("council", "list")):
+        rune_loading(tmp_path, *args)
+        state = collector(tmp_path)
+        assert state["enabled"], args
+        assert state["frozen"] > 10_000, (args, state)
 
 
 def test_a_council_reusing_its_detection_loads_only_the_adapters_of_the_clis_it_found(
