@@ -21,7 +21,9 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
-    load_only_what_runs(sys.argv[1:])
+    if load_only_what_runs(sys.argv[1:]) != "run":
+        # A council settles the collector itself, once its pipeline is loaded.
+        lifetime.settle()
     try:
         app()
     except KeyboardInterrupt:

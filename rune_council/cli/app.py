@@ -200,11 +200,13 @@ def command_to_run(argv: Sequence[str]) -> str | None:
     return argv[1] if len(argv) > 1 and argv[1] in COMMAND_MODULES else None
 
 
-def load_only_what_runs(argv: Sequence[str]) -> None:
-    """Before Typer builds the command line, declare only the command ``argv`` runs."""
+def load_only_what_runs(argv: Sequence[str]) -> str | None:
+    """Before Typer builds the command line, declare only the command ``argv`` runs; which
+    one that is (``command_to_run``)."""
     name = command_to_run(argv)
     if name is not None:
         council_app.only(name)
+    return name
 
 
 # What a line of plain printable ASCII holds besides its printable characters: newline and

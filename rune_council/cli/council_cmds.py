@@ -154,6 +154,7 @@ def run_command(
 ) -> None:
     from ..core.paths import RuneDir
     from ..council.intake import FLAGS, Door, parse_ask, prepare
+    from . import lifetime
     from .consent_prompt import external_consent
     from .signals import terminating_signals
 
@@ -220,6 +221,7 @@ def run_command(
         # Live per-voice table on a terminal, plain lines otherwise, nothing with --json.
         # --json shows no progress, so it does not load the live view's module either.
         with _progress() if not as_json else contextlib.nullcontext(None) as on_event:
+            lifetime.settle()  # the council is loaded; the collector runs from here
             result = prepared.with_options(on_event=on_event).convene()
     if as_json:
         echo_json(made_json(result, indent=2))
