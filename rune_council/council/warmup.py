@@ -34,9 +34,9 @@ AFTER_ANSWERS = (
     "rune_council.stages.places",
     "rune_council.deliberation.metadata",
 )
-# The models every single pass validates once its voices answer (their answers, and the
-# verdict's metadata as it completes): their validators are built here, ahead of it.
-AFTER_ANSWERS_MODELS = ("VoiceAnswer", "VerdictMetadata")
+# The models every single pass validates once its voices answer (their answers): their
+# validators are built here, ahead of it.
+AFTER_ANSWERS_MODELS = ("VoiceAnswer",)
 # How the council sees that it is waiting on its voices: every ``TICK_S`` of the event loop
 # it looks how much processor time its own thread spent since the last look; under
 # ``IDLE_SHARE`` of the time that passed, it was waiting (between one voice's request and the

@@ -8,6 +8,7 @@ import json
 from typing import TYPE_CHECKING, Literal
 
 from ..core.contract import CouncilResult, VerdictMetadata
+from ..core.made import made
 
 if TYPE_CHECKING:
     # A council without a deliberation never loads the deliberation's models.
@@ -144,13 +145,16 @@ def verdict_metadata(result: CouncilResult) -> VerdictMetadata:
             basis = "positions"
             minority = yes if len(yes) < len(no) else no if len(no) < len(yes) else []
             dissenters = minority
-    return VerdictMetadata(
+    # Built without validation: every field below is already of its declared type, and
+    # this runs once per result, where building the model's validator would cost more.
+    return made(
+        VerdictMetadata,
         consensus_score=score,
         confidence_label=label,
         dissent_detected=bool(dissenters) or basis == "positions",
         dissent_basis=basis,
         dissenting_member=dissenters[0] if dissenters else None,
-        dissenting_members=dissenters,
+        dissenting_members=list(dissenters),
         uncertainty_markers=markers,
         revision_count=max(1, len(d.rounds)) if d is not None else 1,
         member_count=member_count(result),

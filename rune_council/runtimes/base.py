@@ -114,6 +114,8 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
 def _url_passwords(env: Mapping[str, str]) -> set[str]:
     values: set[str] = set()
     for value in env.values():
+        if "@" not in value:
+            continue
         for match in URL_USERINFO.finditer(value):
             # The password, as written and decoded; a user name is not secret, and a short
             # password is still masked wherever it appears inside a URL (see redact).

@@ -45,7 +45,7 @@ import time
 import types
 from collections import Counter
 from collections.abc import AsyncGenerator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -62,6 +62,7 @@ from ..core.contract import (
 )
 from ..core.errors import EndpointCallError
 from ..core.made import made
+from ..core.records import record
 from ..core.runtime import Answerer, ReplyCheck, RuntimeReply
 from ..core.safetext import one_line
 from .base import redact, remember_secrets
@@ -145,7 +146,7 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ApiKey:
     """A key whose text form is masked; only the HTTP client reads the value."""
 
@@ -159,7 +160,7 @@ class ApiKey:
         return f"<key from {self.source}>"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelChoice:
     model: str
     family: str
@@ -167,7 +168,7 @@ class ModelChoice:
     why: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OutputShape:
     """The shape a caller wants a reply in: a JSON Schema in its wire form, named."""
 
@@ -209,7 +210,7 @@ def is_format_refusal(status: int | None, detail: str) -> bool:
     return status in _FORMAT_REFUSAL_STATUSES and bool(_FORMAT_REFUSAL.search(detail))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ChatResult:
     outcome: AttemptOutcome
     text: str | None
@@ -763,7 +764,7 @@ def runtime_name(endpoint: str, model: str) -> str:
     return f"{endpoint}:{model}"
 
 
-@dataclass
+@record
 class CandidatePool:
     """An endpoint's ranked models and which of them hold a slot right now.
 
@@ -799,7 +800,7 @@ class CandidatePool:
         return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HttpRuntime:
     """One endpoint model as a council voice; on failure it hands the slot to the next
     eligible model of its endpoint and reports every try."""
@@ -938,7 +939,7 @@ class HttpRuntime:
             current = nxt
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EndpointModel:
     """One endpoint model for callers that want text, not a voice: ``await complete(p)``.
 

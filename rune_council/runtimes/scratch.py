@@ -40,9 +40,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from ..core import shapes
+from ..core.records import record
 
 __all__ = [
     "ABANDONED_AFTER_S",
@@ -74,7 +74,7 @@ _sweep_lock = threading.Lock()
 _swept_at: float | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ScratchRoot:
     """Where a voice's directories go; ``why`` is set when no private root qualified and
     says why the ones tried did not."""

@@ -22,7 +22,6 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 
-from ..core.answer import answer_problem
 from ..core.contract import Attempt, Budget, RawOutput, Voice
 from ..core.made import made
 from ..core.runtime import Answerer, ReplyCheck, Runtime, RuntimeReply
@@ -48,6 +47,14 @@ async def ask_within(
         max_output_bytes=budget.max_output_bytes,
         check=check,
     )
+
+
+def _answer_problem(text: str) -> str | None:
+    # The answer reader is loaded with the first reply, not before the voices are asked: a
+    # council's start waits for nothing it does not use yet (the warm-up loads it meanwhile).
+    from ..core.answer import answer_problem
+
+    return answer_problem(text)
 
 
 def attempt_record(runtime: Runtime, reply: RuntimeReply) -> Attempt:
@@ -115,7 +122,7 @@ async def _turn(
     voice.status = "running"
     on_change(voice, dispatched)
     # A slot wants a voice answer; a runtime with other models to try uses the check.
-    reply = await ask_within(runtime, prompt, budget, check=answer_problem)
+    reply = await ask_within(runtime, prompt, budget, check=_answer_problem)
     voice.attempts.extend(_attempts(runtime, reply))
     if reply.outcome != "ok":
         return f"{runtime.name}: {reply.outcome}: {one_line(reply.detail)}"
