@@ -52,7 +52,6 @@ from pydantic import (
 )
 
 from . import templates
-from .core import safejson
 from .core.contract import MAX_VOICES, SETUP_NAME_PATTERN
 from .core.errors import RuntimeConfigError
 from .core.made import empty, made
@@ -342,9 +341,11 @@ def parse_toml(path: Path, data: bytes) -> dict[str, Any]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RuntimeConfigError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    from .core.safetoml import UnreadableTOML, loads_toml  # only a council with a config
+
     try:
-        return safejson.loads_toml(text, max_bytes=MAX_CONFIG_BYTES, what=str(path))
-    except safejson.UnreadableTOML as exc:
+        return loads_toml(text, max_bytes=MAX_CONFIG_BYTES, what=str(path))
+    except UnreadableTOML as exc:
         raise RuntimeConfigError(_one_line(str(exc))) from None
 
 

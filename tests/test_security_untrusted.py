@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rune_council.core import safejson
+from rune_council.core import safejson, safetoml
 from rune_council.core.answer import extract_answer
 from rune_council.core.errors import RunFileError
 from rune_council.core.safetext import markup, plain
@@ -99,8 +99,8 @@ def test_endpoint_completion_body_is_an_answer_or_malformed(raw: bytes) -> None:
 def test_toml_reader_only_ever_raises_its_own_error(text: str) -> None:
     for doc in (text, f"a = {text}", f"[t]\nx = {text}"):
         try:
-            safejson.loads_toml(doc)
-        except safejson.UnreadableTOML as exc:
+            safetoml.loads_toml(doc)
+        except safetoml.UnreadableTOML as exc:
             assert str(exc)
 
 
@@ -183,8 +183,8 @@ def test_deep_nesting_in_each_json_reader_is_a_reason_not_a_crash(tmp_path: Path
     run.write_text('{"id": ' + bomb)
     with pytest.raises(RunFileError, match="nests deeper"):
         load(run)
-    with pytest.raises(safejson.UnreadableTOML, match="nests deeper"):
-        safejson.loads_toml("a = " + bomb)
+    with pytest.raises(safetoml.UnreadableTOML, match="nests deeper"):
+        safetoml.loads_toml("a = " + bomb)
 
 
 def test_a_real_run_file_still_loads() -> None:

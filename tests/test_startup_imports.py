@@ -105,6 +105,7 @@ NOT_IN_A_SINGLE_PASS = (
     "rune_council.serve",
     "rune_council.mcp_server",
     "rune_council.analytics",
+    "tomllib",  # no config file anywhere: nothing to parse
 )
 
 # What a single pass of voices answering as JSON has no use for: the text form of a result,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from typing import Any
 
 from .errors import CouncilError
@@ -24,7 +23,6 @@ __all__ = [
     "TooDeep",
     "UnreadableJSON",
     "loads",
-    "loads_toml",
     "nesting_depth",
     "raw_decode",
 ]
@@ -147,30 +145,3 @@ def raw_decode(text: str, pos: int = 0, *, max_depth: int = DEFAULT_MAX_DEPTH) -
         raise UnreadableJSON(f"not JSON: {exc}", exc.doc, exc.pos) from None
     except (RecursionError, MemoryError) as exc:
         raise UnreadableJSON(f"could not be parsed: {type(exc).__name__}", text, pos) from None
-
-
-def loads_toml(
-    text: str,
-    *,
-    max_bytes: int = 1_000_000,
-    max_depth: int = DEFAULT_MAX_DEPTH,
-    what: str = "TOML",
-) -> dict[str, Any]:
-    """``tomllib.loads`` under the same bounds; every failure is an ``UnreadableTOML``, which
-    is also a ``tomllib.TOMLDecodeError``."""
-    if len(text) > max_bytes:
-        raise UnreadableTOML(f"{what} is {len(text)} characters, over the {max_bytes} limit")
-    # Literal strings ('...') are not skipped by the scan; brackets inside them can only
-    # make it stricter, never let deep nesting through.
-    if nesting_depth(text, stop_above=max_depth) > max_depth:
-        raise UnreadableTOML(f"{what} nests deeper than {max_depth} levels")
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UnreadableTOML(f"{what} is not valid TOML: {exc}") from None
-    except (RecursionError, MemoryError) as exc:
-        raise UnreadableTOML(f"{what} could not be parsed: {type(exc).__name__}") from None
-
-
-class UnreadableTOML(CouncilError, tomllib.TOMLDecodeError):
-    """TOML we will not parse: malformed, too large or too deep."""

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import HostInstallError
-from ..core.safejson import UnreadableJSON, UnreadableTOML, loads, loads_toml
+from ..core.safejson import UnreadableJSON, loads
+from ..core.safetoml import UnreadableTOML, loads_toml
 from ..safefile import read_if_present
 from .layout import ConfigEntry
 

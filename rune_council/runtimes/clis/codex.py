@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ...core import safejson
 from ...safefile import read_capped_text
 from ..auth import AuthContext, AuthReading, Looked, home, run_status
 from ..base import EnvPolicy
@@ -42,8 +41,13 @@ def _codex_home(env: Mapping[str, str]) -> Path:
 def _config(env: Mapping[str, str]) -> dict[str, object] | None:
     try:
         text = read_capped_text(_codex_home(env) / "config.toml", 1_000_000)
-        return safejson.loads_toml(text, what="codex config")
     except (OSError, ValueError):
+        return None
+    from ...core.safetoml import loads_toml  # only when the user has a codex config
+
+    try:
+        return loads_toml(text, what="codex config")
+    except ValueError:
         return None
 
 
