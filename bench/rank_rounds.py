@@ -268,16 +268,6 @@ def spread(samples: list[float]) -> str:
     )
 
 
-def checkout(rev: str, into: Path) -> Path:
-    """The package as it was at ``rev``, extracted with ``git archive`` under ``into``."""
-    archive = subprocess.run(
-        ["git", "archive", rev, "rune_council"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    into.mkdir()
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
-
-
 def report(
     name: str, samples: list[Sample], floors: list[list[float]], indent: str = "   "
 ) -> None:
@@ -315,7 +305,9 @@ def main() -> None:
     if args.worker:
         worker(Path(args.worker[0]), json.loads(args.worker[1]))
         return
+    # Not for a worker: one running a baseline must import the package from its PYTHONPATH.
     sys.path.insert(0, str(ROOT))  # the fakes live in the test tree
+    from bench.baseline import checkout
     from tests.fakes.bin import install_fake, path_with
     from tests.helpers import answer, claim
 

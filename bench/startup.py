@@ -51,6 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.baseline import checkout  # noqa: E402
 from tests.helpers import QUESTION, ROLLBACK, answer  # noqa: E402
 from tests.http_server import Behaviour, OpenAIServer  # noqa: E402
 
@@ -272,16 +273,6 @@ def private_runtime_dir(home: Path) -> Path:
     where.mkdir(mode=0o700)
     where.chmod(0o700)  # whatever the umask
     return where
-
-
-def checkout(rev: str, into: Path) -> Path:
-    """The package as it was at ``rev``, extracted with ``git archive`` under ``into``."""
-    archive = subprocess.run(
-        ["git", "archive", rev, "rune_council"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    into.mkdir()
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
 
 
 def measure(repeat: int, baseline: str | None = None) -> dict[str, Any]:
