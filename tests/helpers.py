@@ -352,3 +352,13 @@ REGISTER = json.dumps(
         "summary": "1 critical, 1 high: no way back from a failed migration",
     }
 )
+
+
+def running(pid: int) -> bool:
+    """True while ``pid`` runs; a zombie only waits to be reaped, so it counts as gone."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -27,7 +27,7 @@ from rune_council import CouncilOptions, RequestError, RunFileError, convene
 from rune_council.core.contract import CouncilResult, RunEvent
 from tests import voice_dirs
 from tests.fakes.bin import install_fake, path_with
-from tests.helpers import PLAN, answer, claim
+from tests.helpers import PLAN, answer, claim, running
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -38,13 +38,6 @@ ROLLBACK = claim(
     "The plan has no rollback step", ref="plan.md:6", quote="No rollback step is defined."
 )
 GOOD = answer(Q, "NO, not yet", [ROLLBACK])
-
-
-def _running(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 class Rig:
@@ -87,7 +80,7 @@ class Rig:
         """Nothing the run started still runs; no voice left its temporary directory."""
         pids = self.pids()
         assert pids, "no fake recorded its pid"
-        alive = [p for p in pids if _running(p)]
+        alive = [p for p in pids if running(p)]
         assert not alive, f"still running after the council returned: {alive}"
         assert voice_dirs.leftovers(self.scratch) == [], "a voice's directory survived"
 
@@ -109,7 +102,7 @@ def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
     yield rig
     for pid in rig.pids():  # never leak into the rest of the session, even on failure
         with contextlib.suppress(psutil.Error):
-            if _running(pid):
+            if running(pid):
                 psutil.Process(pid).kill()
 
 

@@ -8,30 +8,19 @@ import os
 import re
 import signal
 import stat
-import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from rune_council.runtimes.process import ProcessResult, run_process
+from tests.fakes.bin import FAKE_ARGV
+from tests.helpers import running
 
 pytestmark = pytest.mark.timeout(60)
-
-FAKE_CLI = Path(__file__).parent / "fakes" / "fake_cli.py"
-FAKE_ARGV = [sys.executable, "-S", str(FAKE_CLI)]
-
-
-def _running(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie only waits to be reaped, so it counts as gone."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 class StartSpy:
@@ -91,7 +80,7 @@ class Harness:
     def assert_all_gone(self) -> None:
         every = [pid for pids in self.pids().values() for pid in pids]
         assert every, "the fake recorded no pid"
-        alive = [pid for pid in every if _running(pid)]
+        alive = [pid for pid in every if running(pid)]
         assert not alive, f"still running after run_process returned: {alive}"
 
 
@@ -102,7 +91,7 @@ def cli(tmp_path: Path) -> Iterator[Harness]:
     # Never leak processes into the rest of the session, even when a test failed.
     for pids in harness.pids().values():
         for pid in pids:
-            if _running(pid):
+            if running(pid):
                 os.kill(pid, signal.SIGKILL)
 
 
@@ -426,7 +415,7 @@ def test_exception_from_on_start_propagates_after_cleanup(cli: Harness) -> None:
     with pytest.raises(RuntimeError, match="refusing pid"):
         cli.run(cli.env(FAKE_MODE="sleep"), on_start=explode)
     assert len(seen) == 1
-    assert not _running(seen[0])
+    assert not running(seen[0])
 
 
 # --- spawn failures -------------------------------------------------------------------------------

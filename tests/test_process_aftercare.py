@@ -22,21 +22,13 @@ from rune_council.runtimes.process import (
     make_scratch_dir,
     run_process,
 )
+from tests.fakes.bin import FAKE_ARGV
+from tests.helpers import running
 
 pytestmark = [
     pytest.mark.timeout(60),
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
 ]
-
-FAKE_CLI = Path(__file__).parent / "fakes" / "fake_cli.py"
-FAKE_ARGV = [sys.executable, "-S", str(FAKE_CLI)]
-
-
-def _running(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _pids(pid_file: Path) -> list[int]:
@@ -96,7 +88,7 @@ class Voices:
     def assert_all_gone(self) -> None:
         pids = self.every_pid()
         assert len(pids) >= 2 * len(self.files), "each voice and its helper record a pid"
-        alive = [pid for pid in pids if _running(pid)]
+        alive = [pid for pid in pids if running(pid)]
         assert not alive, f"still running when the block ended: {alive}"
         left = [d for d in [*self.dirs, *self.cwds] if os.path.exists(d)]
         assert not left, f"directories left: {left}"
@@ -107,7 +99,7 @@ def voices(tmp_path: Path) -> Iterator[Voices]:
     made = Voices(tmp_path)
     yield made
     for pid in made.every_pid():  # never leak into the rest of the session
-        if _running(pid):
+        if running(pid):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -172,7 +164,7 @@ def test_a_voice_that_times_out_in_the_block_is_killed_before_its_reply(tmp_path
     async def council() -> tuple[ProcessResult, list[int]]:
         async with aftercare():
             result = await run_process(FAKE_ARGV, stdin=b"p", env=env, timeout_s=0.5)
-            return result, [pid for pid in _pids(pid_file) if _running(pid)]
+            return result, [pid for pid in _pids(pid_file) if running(pid)]
 
     result, alive_at_reply = asyncio.run(council())
     assert result.outcome == "timeout"

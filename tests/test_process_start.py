@@ -15,11 +15,10 @@ import pytest
 
 from rune_council.runtimes import process
 from rune_council.runtimes.process import ProcessResult, run_process
+from tests.fakes.bin import FAKE_ARGV
 
 pytestmark = pytest.mark.timeout(60)
 
-FAKE_CLI = Path(__file__).parent / "fakes" / "fake_cli.py"
-FAKE_ARGV = [sys.executable, "-S", str(FAKE_CLI)]
 
 # Waits 50 ms, then reads stdin without blocking: "eof N" when the whole input was there
 # and closed behind, "waiting N" when stdin was still open with nothing more to read.

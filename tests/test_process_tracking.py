@@ -10,10 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from rune_council.runtimes.process import ProcessResult, run_process
+from tests.helpers import running
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -42,13 +42,6 @@ print("answer")
 """
 
 
-def _running(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def test_helpers_that_shed_every_tie_to_their_voice_are_still_killed(tmp_path: Path) -> None:
     files = [tmp_path / f"helper-{i}.txt" for i in range(3)]
 
@@ -69,11 +62,11 @@ def test_helpers_that_shed_every_tie_to_their_voice_are_still_killed(tmp_path: P
         helpers = [int(f.read_text().split()[0]) for f in files]
         assert [r.stdout for r in results] == [b"answer\n"] * 3, [r.detail for r in results]
         time.sleep(0.2)
-        alive = [pid for pid in helpers if _running(pid)]
+        alive = [pid for pid in helpers if running(pid)]
         assert not alive, f"helpers outlived their voices: {alive}"
     finally:
         for f in files:
             if f.exists():
                 for pid in map(int, f.read_text().split()):
-                    if _running(pid):
+                    if running(pid):
                         os.kill(pid, signal.SIGKILL)

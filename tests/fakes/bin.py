@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 FAKE_CLI = Path(__file__).with_name("fake_cli.py")
+# The fake run directly, without site-packages (it needs none): as a voice starts it.
+FAKE_ARGV = [sys.executable, "-S", str(FAKE_CLI)]
 # What the real CLIs' offline status commands print (claude 2.1.197, codex 0.171.0), as
 # (ready, logged-out) pairs of (stdout, exit code). A fake is logged in unless told otherwise.
 _STATUS = {
