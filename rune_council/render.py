@@ -9,6 +9,8 @@ from itertools import chain
 from operator import add
 from typing import TYPE_CHECKING
 
+from pydantic_core import to_json
+
 from .core.contract import CouncilResult, RankerDetail, Repair, TallyReport
 from .core.safetext import one_line, plain
 
@@ -141,7 +143,7 @@ def tally_lines(
         yield f"  pruned {p.label} (line {p.line}): {p.reason}"
     if rankers is not None and not isinstance(rankers, Iterable):
         yield "rankers:" if rankers.counted else "rankers: none"
-        yield from _counted_lines(rankers)
+        yield from counted_lines(rankers)
         yield from _tally_tail(report)
         return
     details = iter(report.rankers if rankers is None else rankers)
@@ -166,7 +168,7 @@ def tally_lines(
     yield from _tally_tail(report)
 
 
-def _counted_lines(parts: TallyParts) -> Iterator[str]:
+def counted_lines(parts: TallyParts) -> Iterator[str]:
     """Each counted ballot's line as ``tally_lines`` prints a ranker's detail, read from the
     ballot's places: a tally of 100,000 rankers formats each number of a conf's table once
     instead of each of its millions of points."""
@@ -263,7 +265,7 @@ def tally_json_chunks(
     if not found or report.rankers:
         raise ValueError("the report to splice rankers into must have none of its own")
     items: Iterable[bytes] = (
-        map(_detail_json, rankers) if isinstance(rankers, Iterable) else _counted_json(rankers)
+        map(_detail_json, rankers) if isinstance(rankers, Iterable) else counted_json(rankers)
     )
     chunk = [head + b'\n  "rankers": [']
     separator = b""
@@ -303,12 +305,15 @@ def _plain_float(value: float) -> bool:
     return value == 0.0 or 1e-4 <= abs(value) < math.inf
 
 
-def _counted_json(parts: TallyParts) -> Iterator[bytes]:
+def counted_json(parts: TallyParts) -> Iterator[bytes]:
     """Each counted ballot as ``_detail_json`` writes its detail, byte for byte, written
     straight from the ballot's places. A ballot with a number ``repr`` would write otherwise
     goes through the model's serializer."""
     keys = [f"\n        {_json_string(p)}: " for p in parts.active]
     cells: dict[float, tuple[str, list[str]] | None] = {}
+    # Means below 1e-4 are common (a mean correlation near zero, rounded to six places),
+    # and there are at most some 200 of them: each is written by the serializer once.
+    small: dict[float, str] = {}
     for c in parts.counted:
         conf = c.conf
         if conf in cells:
@@ -317,8 +322,19 @@ def _counted_json(parts: TallyParts) -> Iterator[bytes]:
             table = parts.tables[conf]
             plain_ = _plain_float(conf) and all(map(_plain_float, table))
             known = cells[conf] = (repr(conf), [repr(v) for v in table]) if plain_ else None
+        if known is None:
+            yield _detail_json(parts.detail(c))
+            continue
         mean = c.mean
-        if known is None or (mean is not None and not _plain_float(mean)):
+        if mean is None:
+            rho = "null"
+        elif 1e-4 <= abs(mean) < math.inf or mean == 0.0:  # (``_plain_float``, inlined)
+            rho = repr(mean)
+        elif (shown_mean := small.get(mean)) is not None:
+            rho = shown_mean
+        elif math.isfinite(mean):
+            rho = small[mean] = to_json(mean).decode()
+        else:
             yield _detail_json(parts.detail(c))
             continue
         conf_text, cell = known
@@ -328,7 +344,6 @@ def _counted_json(parts: TallyParts) -> Iterator[bytes]:
             map(add, map(keys.__getitem__, c.row.items), map(cell.__getitem__, c.row.doubled))
         )
         shown = f"{{{points}\n      }}" if points else "{}"
-        rho = "null" if mean is None else repr(mean)
         yield (
             f'\n    {{\n      "ranker": {_json_string(c.ranker)},\n      "line": {c.line},'
             f'\n      "ballot": {_json_string(c.ballot)},\n      "conf": {conf_text},'

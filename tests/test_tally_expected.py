@@ -71,3 +71,19 @@ def test_counted_ballots_print_as_their_details_do(seed: int) -> None:
     assert "\n".join(tally_lines(parts.report, "t", parts)) == render_tally(whole, "t")
     written = b"".join(tally_json_chunks(parts.report, parts, per_chunk=7))
     assert written.decode() == whole.model_dump_json(indent=2)
+
+
+def test_means_near_zero_are_written_as_the_serializer_writes_them() -> None:
+    # A mean correlation near zero is common in a long tally; below 1e-4 the serializer
+    # writes it unlike repr (0.000057, 1e-6). The JSON written from the counted ballots
+    # must be the details' own serialization whatever the mean.
+    lines = [*(f"PROPOSE p{i}" for i in (1, 2, 3)), "@phase rank"]
+    lines += [f"m{k} RANK p{k % 3 + 1}>p{(k + 1) % 3 + 1}" for k in range(6)]
+    parts = tally_parts(parse("\n".join(lines) + "\n"))
+    means = [round(k * 1e-6, 6) for k in range(-120, 121)]
+    means += [1e-7, -3.3e-5, 9.99999e-5, 1e-4, -0.0, 0.5, None]
+    for start in range(0, len(means), len(parts.counted)):
+        for counted, mean in zip(parts.counted, means[start:], strict=False):
+            counted.mean = mean
+        written = b"".join(tally_json_chunks(parts.report, parts))
+        assert written.decode() == parts.whole().model_dump_json(indent=2)

@@ -28,6 +28,11 @@ from rune_council.cli import tally_two
 how, sys.argv = sys.argv[1], ["rune", *sys.argv[2:]]
 if how == "one":
     tally_two.TWO_CORES_FROM = 10**12
+if how == "copy dies":  # the copy goes as it starts to print, after the halves are counted
+    def die(*args):
+        import os
+        os._exit(3)
+    tally_two._placeholder = die
 real = tally_two.tallied_on_two_cores
 def spy(*args):
     valid = real(*args)
@@ -131,6 +136,17 @@ def test_a_copy_that_cannot_print_leaves_the_output_whole(
 ) -> None:
     one, _ = _run("one", long_file, *extra)
     two, said = _run("two", long_file, *extra, limit=True)
+    assert "two cores: True" in said
+    assert two == one
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_a_copy_that_dies_before_printing_leaves_the_output_whole(
+    long_file: Path, extra: list[str]
+) -> None:
+    # Its half is counted and printed by this process, from the part of the text it kept.
+    one, _ = _run("one", long_file, *extra)
+    two, said = _run("copy dies", long_file, *extra)
     assert "two cores: True" in said
     assert two == one
 

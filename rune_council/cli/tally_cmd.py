@@ -70,19 +70,19 @@ def tally_command(
     # would walk them again and again (a third of the time at 100,000 lines). This process
     # ends after one tally.
     gc.disable()
-    text = _transcript_from(raw)
+    held = [_transcript_from(raw)]
     del raw
     from .tally_two import echo_lines, tallied_on_two_cores
 
     # A long transcript is read, counted and printed on two cores; what cannot be split
-    # into halves (or is short) is tallied here, in one process.
-    valid = tallied_on_two_cores(text, source, as_json)
+    # into halves (or is short) is tallied here, in one process. The text is held in a
+    # list, nowhere else, so that the two processes can let it go.
+    valid = tallied_on_two_cores(held, source, as_json)
     if valid is not None:
         if not valid:
             raise typer.Exit(ExitCode.NO_VERDICT)
         return
-    transcript = parse(text)
-    del text  # the moves keep what they need of the text
+    transcript = parse(held.pop())  # the moves keep what they need of the text
     # Each ranker's detail is made as it is printed, so a long tally never holds them all.
     parts = tally_parts(transcript)
     del transcript

@@ -24,7 +24,8 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice
 from typing import IO, TYPE_CHECKING, Any
@@ -64,49 +65,91 @@ def echo_lines(lines: Iterable[str], start: int = 0) -> None:
         echo("\n".join(chunk))
 
 
+_PIECE = 1 << 20  # characters of the text written to a file at a time
+
 # What ``str.splitlines`` ends a line at besides "\n" and "\r\n": a transcript holding one
 # is not split, its lines' numbers are counted by "\n" only.
 _OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Split:
-    """The transcript, where its second part starts, that part's first line number and the
-    phase the first part leaves (what ``parse_lines`` needs to read the part alone)."""
+    """The transcript (``held``, the caller's one reference to its text), where its second
+    part starts, that part's first line number and the phase the first part leaves (what
+    ``parse_lines`` needs to read the part alone)."""
 
-    text: str
+    held: list[str]
     at: int
     line: int
     phase: str | None
+    kept: IO[bytes] | None = None  # the second part, once the text is let go (``keep_second``)
 
     def first(self) -> list[str]:
-        return self.text[: self.at].splitlines()
+        return self.held[0][: self.at].splitlines()
 
     def second(self) -> list[str]:
-        return self.text[self.at :].splitlines()
+        if self.kept is not None:
+            self.kept.seek(0)
+            return self.kept.read().decode("utf-8", "surrogatepass").splitlines()
+        return self.held[0][self.at :].splitlines()
+
+    def drop(self) -> None:
+        """Let the text go: its 12 MB (at 100,000 lines) are one allocation, whose pages go
+        back to the system once neither process holds it."""
+        self.held.clear()
+
+    def keep_second(self) -> None:
+        """Let the text go but its second part, kept in a temporary file (a few MB that
+        are not this process's memory), in case the copy fails to print it. Written a
+        piece at a time: a copy of the part would be held beside the text. Where no such
+        file can be written, the part is kept in memory."""
+        text = self.held[0]
+        try:
+            self.kept = tempfile.TemporaryFile()  # noqa: SIM115 (closed by ``close``)
+            for start in range(self.at, len(text), _PIECE):
+                self.kept.write(text[start : start + _PIECE].encode("utf-8", "surrogatepass"))
+            self.kept.flush()
+        except OSError:
+            self.close()
+            self.held[0] = text[self.at :]
+            self.at = 0
+            return
+        del text
+        self.drop()
+
+    def close(self) -> None:
+        if self.kept is not None:
+            with contextlib.suppress(OSError):
+                self.kept.close()
+            self.kept = None
 
 
-def _split(text: str) -> _Split | None:
+def _split(held: list[str]) -> _Split | None:
     from ..deliberation.dsl import phase_after
 
+    text = held[0]
     at = text.find("\n", len(text) - int(len(text) * SECOND_SHARE)) + 1
     if at <= 0 or at == len(text) or text.count("\r", 0, at) != text.count("\r\n", 0, at):
         return None
     if any(text.find(other, 0, at) >= 0 for other in _OTHER_BREAKS):
         return None
-    return _Split(text, at, text.count("\n", 0, at) + 1, phase_after(text, at))
+    return _Split(held, at, text.count("\n", 0, at) + 1, phase_after(text, at))
 
 
-def tallied_on_two_cores(text: str, source: str, as_json: bool) -> bool | None:
-    """Tally and print the transcript ``text`` on two cores; the report's ``valid``, or None
-    when nothing was printed and the caller is to tally it in one process."""
+def tallied_on_two_cores(held: list[str], source: str, as_json: bool) -> bool | None:
+    """Tally and print the transcript whose text is ``held[0]`` on two cores; the report's
+    ``valid``, or None when nothing was printed and the caller is to tally it in one
+    process (the text is then in ``held`` still). ``held`` is to be the only reference to
+    the text: each process lets it go once it needs it no more."""
+    text = held[0]
     if not hasattr(os, "fork") or not _stdout_is_fd_1() or text.count("\n") < TWO_CORES_FROM:
         return None
+    del text  # (from here on, ``held`` is the one reference)
     if hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) < 2:
         return None  # one core to run on: a copy would only take turns with this process
     # Split before the fork, each process making only its own part's lines: what the two
     # share is the text, which neither writes to.
-    split = _split(text)
+    split = _split(held)
     if split is None:
         return None
     to_parent, from_child = _pipe()
@@ -136,6 +179,7 @@ def tallied_on_two_cores(text: str, source: str, as_json: bool) -> bool | None:
             return None
         finally:
             copy.end()
+            split.close()
 
 
 class _Copy:
@@ -193,8 +237,10 @@ def _first_half(split: _Split, source: str, as_json: bool, copy: _Copy) -> bool:
     second = _receive_count(copy.source)
     if second is None:
         raise _Fallback
-    merged = halves.merge(first, second)
-    second.points = []  # added to the totals
+    try:
+        merged = halves.merge(first, second)  # (which reads the points from the pipe)
+    except EOFError:
+        raise _Fallback from None  # the copy went before it had sent them all
     copy.send(None if merged is None else merged.centred)
     if merged is None:
         raise _Fallback
@@ -203,6 +249,7 @@ def _first_half(split: _Split, source: str, as_json: bool, copy: _Copy) -> bool:
     if said is None or (halves.all_below(rounded) and said[0]):
         raise _Fallback  # everyone below zero: the one-process tally says why
     dissenters = halves.mark(first.borda, rounded, merged.counting) + said[1]
+    del rounded  # (kept on the counted records)
     report = halves.whole_report(first, merged, second, dissenters)
     parts = halves.parts_of(report, first.borda, context.active)
     # The first write holds the report's head and the first rankers; the copy's rankers
@@ -211,6 +258,10 @@ def _first_half(split: _Split, source: str, as_json: bool, copy: _Copy) -> bool:
         raise _Fallback
     zero = halves.zero_table(first.borda)
     copy.send((True, zero))  # the copy prints its half now
+    # Nothing is left to tally in one process: of the text, only what the copy counts is
+    # kept, in case it fails to print it. (The copy has let its share of the text go, so
+    # the text's pages go back to the system.)
+    split.keep_second()
 
     def second_half() -> None:
         """The copy's rankers from its spool, or counted and printed here if it failed."""
@@ -263,11 +314,11 @@ def _print_around(
 def print_counted(parts: TallyParts, as_json: bool) -> None:
     """Counted ballots' lines (or JSON items, each after a comma) as the report prints
     them after other rankers'."""
-    from ..render import _counted_json, _counted_lines
+    from ..render import counted_json, counted_lines
 
     if as_json:
         group: list[bytes] = []
-        for item in _counted_json(parts):
+        for item in counted_json(parts):
             group += (b",", item)
             if len(group) == 2 * LINES_PER_ECHO:
                 echo_json(b"".join(group), nl=False)
@@ -275,7 +326,7 @@ def print_counted(parts: TallyParts, as_json: bool) -> None:
         if group:
             echo_json(b"".join(group), nl=False)
     else:
-        echo_lines(_counted_lines(parts))
+        echo_lines(counted_lines(parts))
 
 
 def _head(report: TallyReport, source: str, parts: TallyParts) -> int:
@@ -314,7 +365,10 @@ def _second_half(
     from ..deliberation import halves
     from ..deliberation.dsl import parse_lines
 
-    transcript, _ = parse_lines(split.second(), split.line, split.phase)
+    lines = split.second()
+    split.drop()  # this process's share of the text: the lines hold what it needs
+    transcript, _ = parse_lines(lines, split.line, split.phase)
+    del lines
     _send(to_parent, halves.rankers(transcript))
     context = _receive(from_parent)
     if context is None:
@@ -334,6 +388,7 @@ def _second_half(
     # Marked as if someone stands apart; the first half says whether everyone is below.
     dissenters = halves.mark(borda, rounded, True)
     _send(to_parent, (halves.all_below(rounded), dissenters))
+    del rounded, dissenters
     go = _receive(from_parent)
     if not go:
         return
@@ -362,7 +417,7 @@ def _send(out: IO[bytes], message: object) -> None:
 def _send_count(out: IO[bytes], count: SecondCount) -> None:
     """The second half's count, its points written as the arrays' own bytes: pickling them
     would hold a copy of some 11 MB on each side."""
-    points = count.points
+    points = list(count.points)
     _send(out, (replace(count, points=[]), [len(column) for column in points]))
     for column in points:
         column.tofile(out)
@@ -370,20 +425,21 @@ def _send_count(out: IO[bytes], count: SecondCount) -> None:
 
 
 def _receive_count(source: IO[bytes]) -> SecondCount | None:
-    from array import array
-
+    """The second half's count; its points are read from ``source`` as they are added up,
+    one column at a time (EOFError if the copy has gone before)."""
     got = _receive(source)
     if got is None:
         return None
     count, lengths = got
-    try:
-        for length in lengths:
-            column = array("d")
-            column.fromfile(source, length)
-            count.points.append(column)
-    except EOFError:
-        return None
+    count.points = _columns(source, lengths)
     return count  # type: ignore[no-any-return]
+
+
+def _columns(source: IO[bytes], lengths: list[int]) -> Iterator[array[float]]:
+    for length in lengths:
+        column = array("d")
+        column.fromfile(source, length)
+        yield column
 
 
 def _receive(source: IO[bytes]) -> Any:

@@ -14,9 +14,11 @@ are read from the same merged classes.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import reduce
 from operator import add
+from typing import TypeVar
 
 from ..core.contract import DroppedLine, TallyReport
 from . import concordance
@@ -39,6 +41,8 @@ from .tally import (
     _setup,
 )
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True, slots=True)
 class Context:
@@ -58,7 +62,9 @@ class SecondCount:
     ranked: int  # counted ballots with something left to rank
     counted: int
     classes: concordance.TieClasses
-    points: list[array[float]]
+    # One column a proposal; :func:`merge` reads each once, so the first half may read
+    # them one at a time as they come (together some 10 MB at 100,000 lines).
+    points: Iterable[array[float]]
 
 
 @dataclass(slots=True)
@@ -85,18 +91,28 @@ def _context(setup: _Setup) -> Context:
 
 
 def count_first(first: Transcript, context: Context) -> First | None:
-    """The first half's ballots counted (None if it was not read as ``context`` says)."""
+    """The first half's ballots counted (None if it was not read as ``context`` says).
+    ``first`` is used up: its moves are let go as they are counted."""
     setup = _setup(first)
+    first.moves = []
     if _context(setup) != context:
         return None
     rank_moves = _last_rankings(setup.moves, {}, setup.dropped)
-    borda = _borda(rank_moves, setup.active, setup.gone, classes=True)
-    del rank_moves
     # The report reads no RANK move again, nor a ballot's levels: what is printed is on the
     # counted records, and the moves of 50,000 lines are some 25 MB.
     setup.moves = [m for m in setup.moves if m.verb != "RANK"]
+    borda = _borda(_drained(rank_moves), setup.active, setup.gone, classes=True)
     _forget_levels(borda)
     return First(setup, borda)
+
+
+def _drained(items: list[T]) -> Iterator[T]:
+    """``items`` in order, each let go once the next is asked for: a move's memory is free
+    for the records counted after it, instead of both being held at once (the two
+    processes' peak is at the end of counting)."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 def _forget_levels(borda: _Borda) -> None:
@@ -118,15 +134,18 @@ def apart(first: Transcript, second: list[str]) -> bool:
 
 def count_second(second: Transcript, context: Context) -> tuple[SecondCount, _Borda] | None:
     """The second half counted against ``context``; None when it holds anything but RANK
-    lines and refused ones."""
+    lines and refused ones. ``second`` is used up once it is counted."""
     if second.own or second.errors or any(m.verb != "RANK" for m in second.moves):
         return None
     dropped = [_dropped(d) for d in second.dropped]
     moves = _admitted(second.moves, set(context.known), dropped)
     rank_moves = _last_rankings(moves, {}, dropped)
+    del moves
+    second.moves = []  # (used up, as in ``count_first``)
     points: list[array[float]] = [array("d") for _ in context.active]
-    borda = _borda(rank_moves, list(context.active), set(context.gone), classes=True, points=points)
-    del moves, rank_moves
+    borda = _borda(
+        _drained(rank_moves), list(context.active), set(context.gone), classes=True, points=points
+    )
     _forget_levels(borda)
     count = SecondCount(
         dropped=[(d.line, d.text, d.reason, d.source) for d in dropped],
@@ -153,7 +172,8 @@ class Merged:
 def merge(first: First, second: SecondCount) -> Merged | None:
     """None when the halves cannot be put together as the whole would be counted: too few
     rankings or proposals for every ranker's correlation to be defined (the ordinary tally
-    says why). The halves' rankers are :func:`apart`."""
+    says why). The halves' rankers are :func:`apart`. The second half's points are read
+    once, a column at a time, and only once the halves are known to fit."""
     n = len(first.setup.active)
     ranked = _ranked(first.borda) + second.ranked
     if ranked < MIN_RANKERS_FOR_DISSENT or n < 2:

@@ -18,7 +18,7 @@ Order of work, so that policy acts before preference:
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -348,7 +348,7 @@ class _Borda:
 
 
 def _borda(
-    rank_moves: Sequence[tuple[str, Move]],
+    rank_moves: Iterable[tuple[str, Move]],
     active: list[str],
     gone: set[str],
     *,
