@@ -4,6 +4,7 @@
     python bench/tally.py --quick            # one repeat, no n = 400 baseline
     python bench/tally.py --baseline REV     # the revision the 100,000-line runs are set
                                              # beside (default 7ca697a)
+    python bench/tally.py --only-processes   # section 2 alone (the whole processes)
 
 Ballots are random but seeded (the same transcript every run): each ranker orders a random
 subset of the proposals with occasional ties and a confidence.
@@ -187,15 +188,21 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one repeat, fewer baselines")
     parser.add_argument("--repeat", type=int, default=3, help="repeats of each process")
     parser.add_argument("--baseline", default="7ca697a", help="revision to compare with")
+    parser.add_argument(
+        "--only-processes", action="store_true", help="section 2 only: the whole processes"
+    )
     args = parser.parse_args()
     repeat = 1 if args.quick else args.repeat
     with tempfile.TemporaryDirectory() as tmp:
-        measure(args.quick, repeat, args.baseline, Path(tmp))
+        (Path(tmp) / "baseline").mkdir()
+        old = checkout(args.baseline, Path(tmp) / "baseline")
+        if args.only_processes:
+            processes(repeat, args.baseline, old, Path(tmp))
+        else:
+            measure(args.quick, repeat, args.baseline, old, Path(tmp))
 
 
-def measure(quick: bool, repeat: int, baseline: str, tmp: Path) -> None:
-    (tmp / "baseline").mkdir()
-    old = checkout(baseline, tmp / "baseline")
+def measure(quick: bool, repeat: int, baseline: str, old: Path, tmp: Path) -> None:
     text = transcript()
     parsed = parse(text)
     report = tally(parsed)
@@ -218,6 +225,12 @@ def measure(quick: bool, repeat: int, baseline: str, tmp: Path) -> None:
         f"winner {report.winner}, {len(report.dissenters)} dissenting ranker(s); target 500 ms"
     )
 
+    processes(repeat, baseline, old, tmp)
+    sections_3_and_4(quick, repeat, baseline, old, labels)
+
+
+def processes(repeat: int, baseline: str, old: Path, tmp: Path) -> None:
+    """Section 2: whole ``rune council tally`` processes, beside the baseline's."""
     big = tmp / "ranks.txt"
     big.write_text(transcript(rankers=100_000))
     size = big.stat().st_size / 1e6
@@ -262,6 +275,8 @@ def measure(quick: bool, repeat: int, baseline: str, tmp: Path) -> None:
         shown = ", ".join(f"{what} {v:.2f}" for what, v in zip(PHASES, cells, strict=True))
         print(f"   {name:<10} {shown}")
 
+
+def sections_3_and_4(quick: bool, repeat: int, baseline: str, old: Path, labels: list[str]) -> None:
     print(f"3. @own (incomplete rankings), {PROPOSALS} proposals")
     for count in (250, 500, 1000, 2000):
         own = parse(own_transcript(count))
