@@ -7,6 +7,8 @@ artifact with line numbers, and the exact answer shape GATE will parse.
 
 from __future__ import annotations
 
+import functools
+
 from .contract import PerspectiveRequest, SlotRole
 
 ARTIFACT_CHAR_CAP = 60_000
@@ -49,6 +51,9 @@ Reply with exactly one JSON object (you may wrap it in a ```json fence) and noth
 }"""
 
 
+# One council numbers its artifact for every voice's prompt, and every round's: the last one
+# numbered is kept (a 1 MB artifact takes some milliseconds, and this many copies of it).
+@functools.lru_cache(maxsize=1)
 def numbered_artifact(name: str, text: str, cap: int = ARTIFACT_CHAR_CAP) -> str:
     """The artifact with a line-number gutter, capped with a visible marker."""
     shown = text
