@@ -129,7 +129,10 @@ def _split(held: list[str]) -> _Split | None:
 
     text = held[0]
     at = text.find("\n", len(text) - int(len(text) * SECOND_SHARE)) + 1
-    if at <= 0 or at == len(text) or text.count("\r", 0, at) != text.count("\r\n", 0, at):
+    if at <= 0 or at == len(text):
+        return None
+    # (Most transcripts hold no carriage return: one search, not two counts.)
+    if text.find("\r", 0, at) >= 0 and text.count("\r", 0, at) != text.count("\r\n", 0, at):
         return None
     if any(text.find(other, 0, at) >= 0 for other in _OTHER_BREAKS):
         return None
@@ -245,11 +248,14 @@ def _first_half(split: _Split, source: str, as_json: bool, copy: _Copy) -> bool:
     if merged is None:
         raise _Fallback
     rounded = halves.rounded_means(first.borda, merged.centred)
+    # Marked while the copy marks its own: if everyone is below zero, these records are
+    # not printed (the one-process tally is).
+    dissenters = halves.mark(first.borda, rounded, merged.counting)
     said = copy.receive()
     if said is None or (halves.all_below(rounded) and said[0]):
         raise _Fallback  # everyone below zero: the one-process tally says why
-    dissenters = halves.mark(first.borda, rounded, merged.counting) + said[1]
     del rounded  # (kept on the counted records)
+    dissenters += said[1]
     report = halves.whole_report(first, merged, second, dissenters)
     parts = halves.parts_of(report, first.borda, context.active)
     # The first write holds the report's head and the first rankers; the copy's rankers
