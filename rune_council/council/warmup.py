@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import sys
 import threading
 import time
 
@@ -33,7 +34,13 @@ AFTER_ANSWERS = (
     "rune_council.stages.point",
     "rune_council.stages.places",
     "rune_council.deliberation.metadata",
+    # the answer reader and the reply its runtime hands back, both made once a voice answers
+    "rune_council.core.answer",
+    "rune_council.core.runtime",
 )
+# Modules whose record classes a reply makes, when the council has loaded them already (an
+# endpoint voice's chat result): a council of CLI voices is not to load the HTTP client.
+AFTER_ANSWERS_IF_LOADED = ("rune_council.runtimes.http",)
 # The models every single pass validates once its voices answer (their answers): their
 # validators are built here, ahead of it.
 AFTER_ANSWERS_MODELS = ("VoiceAnswer",)
@@ -90,6 +97,10 @@ class Warmup:
                 if self._stop.is_set():
                     return
                 make_all(vars(importlib.import_module(name)))
+            for name in AFTER_ANSWERS_IF_LOADED:
+                loaded = sys.modules.get(name)
+                if loaded is not None and not self._stop.is_set():
+                    make_all(vars(loaded))
             contract = importlib.import_module("rune_council.core.contract")
             for model in AFTER_ANSWERS_MODELS:
                 if self._stop.is_set():
