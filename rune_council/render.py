@@ -328,7 +328,7 @@ def counted_json(parts: TallyParts) -> Iterator[bytes]:
         mean = c.mean
         if mean is None:
             rho = "null"
-        elif 1e-4 <= abs(mean) < math.inf or mean == 0.0:  # (``_plain_float``, inlined)
+        elif _plain_float(mean):
             rho = repr(mean)
         elif (shown_mean := small.get(mean)) is not None:
             rho = shown_mean

@@ -198,18 +198,22 @@ def rune_loading(
     return out, set(json.loads(dump.read_text()))
 
 
+def _last_dump(tmp: Path, kind: str) -> Any:
+    """What the last ``rune_loading`` process under ``tmp`` wrote of ``kind`` at its exit."""
+    last = max(tmp.glob(f"modules-*.json.{kind}"), key=lambda p: int(p.stem.split("-")[1][:-5]))
+    return json.loads(last.read_text())
+
+
 def collector(tmp: Path) -> dict[str, Any]:
     """Whether the last ``rune_loading`` process under ``tmp`` ended with its garbage
     collector running, and how many objects it had frozen out of collections."""
-    last = max(tmp.glob("modules-*.json.gc"), key=lambda p: int(p.stem.split("-")[1][:-5]))
-    found: dict[str, Any] = json.loads(last.read_text())
+    found: dict[str, Any] = _last_dump(tmp, "gc")
     return found
 
 
 def models_built(tmp: Path) -> set[str]:
     """The models the last ``rune_loading`` process under ``tmp`` had built."""
-    last = max(tmp.glob("modules-*.json.built"), key=lambda p: int(p.stem.split("-")[1][:-5]))
-    return set(json.loads(last.read_text()))
+    return set(_last_dump(tmp, "built"))
 
 
 def packages(modules: set[str]) -> set[str]:
