@@ -20,7 +20,15 @@ from .app import app, echo, load_only_what_runs
 __all__ = ["app", "main"]
 
 
+# pydantic looks for plugins by reading every installed distribution's entry points the
+# first time it builds a validator (some 5 ms, more in a large environment), to hook
+# third-party code into every validation. The command line validates only rune's own
+# contract and loads none; an explicit PYDANTIC_DISABLE_PLUGINS (empty: load them all) wins.
+PLUGINS_OFF = ("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+
 def main() -> None:
+    os.environ.setdefault(*PLUGINS_OFF)
     if load_only_what_runs(sys.argv[1:]) != "run":
         # A council settles the collector itself, once its pipeline is loaded.
         lifetime.settle()

@@ -33,12 +33,40 @@ M = TypeVar("M", bound=BaseModel)
 
 def made(model: type[M], /, **fields: Any) -> M:
     """``model`` holding ``fields``, which this program produced with their declared types."""
-    return model.model_construct(**fields)
+    given = set(fields)
+    for name, factory in _factories(model):
+        if name not in given:
+            fields[name] = factory()
+    # The fields set are the caller's, as model_construct alone would record them.
+    return model.model_construct(given, **fields)
 
 
 def empty(model: type[M]) -> Callable[[], M]:
     """A default factory for ``model`` with nothing set: every field at its own default."""
-    return model.model_construct
+
+    def nothing_set() -> M:
+        return made(model)
+
+    return nothing_set
+
+
+# pydantic's model_construct asks every default factory it calls whether it takes the
+# validated data, by reading the factory's signature, on every call (about 20 us a factory,
+# several per model: most of what making a run file's slots costs). Which factories a model
+# has, and that none takes data, is looked up once a class; a factory that does take it is
+# left to model_construct.
+_FACTORIES: dict[type[BaseModel], tuple[tuple[str, Callable[[], Any]], ...]] = {}
+
+
+def _factories(model: type[BaseModel]) -> tuple[tuple[str, Callable[[], Any]], ...]:
+    known = _FACTORIES.get(model)
+    if known is None:
+        known = _FACTORIES[model] = tuple(
+            (name, info.default_factory)  # type: ignore[misc]
+            for name, info in model.__pydantic_fields__.items()
+            if info.default_factory is not None and not info.default_factory_takes_validated_data
+        )
+    return known
 
 
 # Values written as they are: checked by exact type first, the common case by far.
